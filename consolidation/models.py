@@ -1,0 +1,107 @@
+"""Runs, claims and the ledger (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from zeromem.models import Tenant
+
+
+class RunKind(models.TextChoices):
+    CLUSTERING = "clustering"
+    REFLECTION = "reflection"
+    LIFECYCLE = "lifecycle"
+
+
+class RunTrigger(models.TextChoices):
+    BEAT = "beat"
+    API = "api"
+    ADMIN = "admin"
+    CLI = "cli"
+    SESSION_END = "session_end"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+class ConsolidationRun(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=12, choices=RunKind.choices)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="runs")
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    entity_id = models.CharField(max_length=200, null=True, blank=True)
+    namespace = models.CharField(max_length=100, null=True, blank=True)
+    trigger = models.CharField(max_length=12, choices=RunTrigger.choices)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    reviewed = models.IntegerField(default=0)
+    clusters = models.IntegerField(default=0)
+    merged = models.IntegerField(default=0)
+    created = models.IntegerField(default=0)
+    superseded = models.IntegerField(default=0)
+    archived = models.IntegerField(default=0)
+    deleted = models.IntegerField(default=0)
+    model = models.CharField(max_length=200, blank=True, default="")
+    llm_calls = models.IntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    error = models.TextField(blank=True, default="")
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(name="run_scope", fields=["tenant", "user_id", "created_at"])]
+        constraints = [
+            # One active clustering or reflection run per (tenant, user): both write the same memories.
+            models.UniqueConstraint(
+                name="one_active_memory_run_per_user",
+                fields=["tenant", "user_id"],
+                condition=Q(status__in=["pending", "running"], kind__in=["clustering", "reflection"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.user_id or '*'} [{self.status}]"
+
+
+class LedgerEntry(models.Model):
+    """One row per change a job, API key or operator made: enough to audit it and undo what is undoable."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="ledger")
+    run = models.ForeignKey(ConsolidationRun, null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="ledger")
+    action = models.CharField(max_length=40)
+    actor = models.CharField(max_length=200)
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    memory_ids = models.JSONField(default=list, blank=True)
+    inputs = models.JSONField(default=dict, blank=True)
+    outputs = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True, default="")
+    scores = models.JSONField(default=dict, blank=True)
+    undoable = models.BooleanField(default=False)
+    undone_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        indexes = [models.Index(name="ledger_scope", fields=["tenant", "user_id", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor}"

@@ -1,0 +1,21 @@
+"""Periodic tasks as code, upserted by name by `manage.py setup_periodic_tasks` (never delete-and-recreate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    task: str
+    minute: str
+    hour: str = "*"
+    day_of_week: str = "*"
+    expires_seconds: int = 3600  # a run missed by this much is skipped: the next one covers it
+
+
+SCHEDULES: tuple[Schedule, ...] = (
+    Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
+             minute="*/15", expires_seconds=900),
+)

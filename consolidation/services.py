@@ -1,0 +1,85 @@
+"""Writes shared by every job: the ledger and the one place where a memory's state changes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from consolidation.models import LedgerEntry
+from zeromem.models import Memory
+from zeromem.transitions import (
+    ARCHIVED,
+    CONSOLIDATED,
+    RAW,
+    UNRESTORABLE_ARCHIVE_REASONS,
+    TransitionRefused,
+    check_transition,
+    transition_for,
+)
+
+
+def ledger_write(*, tenant_id: int, action: str, actor: str, run_id: uuid.UUID | None = None, user_id: str = "",
+                 memory_ids: Sequence[uuid.UUID] = (), inputs: dict[str, Any] | None = None,
+                 outputs: dict[str, Any] | None = None, reason: str = "", scores: dict[str, Any] | None = None,
+                 undoable: bool = False) -> LedgerEntry:
+    return LedgerEntry.objects.create(
+        tenant_id=tenant_id, run_id=run_id, action=action, actor=actor, user_id=user_id,
+        memory_ids=[str(i) for i in memory_ids], inputs=inputs or {}, outputs=outputs or {}, reason=reason,
+        scores=scores or {}, undoable=undoable)
+
+
+def _fields_for(operation: str, to_state: str, now: datetime) -> dict[str, Any]:
+    if to_state == CONSOLIDATED:
+        return {"consolidated_at": now}
+    if to_state == ARCHIVED:
+        return {"archived_at": now, "archive_reason": operation}
+    if operation == "unmerge":
+        return {"consolidated_at": None}
+    return {"archived_at": None, "archive_reason": "", "valid_to": None, "superseded_by": None}
+
+
+def memory_transition(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], operation: str, actor: str,
+                      run_id: uuid.UUID | None = None, reason: str = "", now: datetime | None = None) -> int:
+    """Move memories through one operation of the state table, all or none, with a ledger row.
+
+    A conditional UPDATE (`state = from`) decides: when two workers race, exactly one moves each memory and
+    the other gets TransitionRefused. Returns how many memories moved (= len(set(memory_ids))).
+    """
+    transition = transition_for(operation)
+    ids = list(dict.fromkeys(memory_ids))
+    now = now or timezone.now()
+    with transaction.atomic():
+        queryset = Memory.objects.filter(tenant_id=tenant_id, id__in=ids, state=transition.from_state)
+        if operation == "restore":
+            queryset = queryset.exclude(archive_reason__in=UNRESTORABLE_ARCHIVE_REASONS)
+        moved = queryset.update(state=transition.to_state, updated_at=now,
+                                **_fields_for(operation, transition.to_state, now))
+        if moved != len(ids):
+            raise TransitionRefused(_refusal_reason(tenant_id, ids, operation))
+        ledger_write(tenant_id=tenant_id, action=f"transition.{operation}", actor=actor, run_id=run_id,
+                     memory_ids=ids, reason=reason or transition.description,
+                     inputs={"from": transition.from_state}, outputs={"to": transition.to_state},
+                     undoable=operation in {"consolidate", "supersede", "decay", "retention"})
+    return moved
+
+
+def _refusal_reason(tenant_id: int, ids: list[uuid.UUID], operation: str) -> str:
+    found = {m.id: m for m in Memory.objects.filter(tenant_id=tenant_id, id__in=ids)}
+    for memory_id in ids:
+        memory = found.get(memory_id)
+        if memory is None:
+            return f"memory {memory_id} does not exist in this tenant"
+        try:
+            check_transition(operation=operation, current_state=memory.state,
+                             archive_reason=memory.archive_reason)
+        except TransitionRefused as exc:
+            return f"memory {memory_id}: {exc}"
+    return f"another writer changed these memories first; {operation} was not applied"
+
+
+__all__ = ["RAW", "CONSOLIDATED", "ARCHIVED", "TransitionRefused", "ledger_write", "memory_transition"]

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from zeromem import services
+from zeromem.models import Tenant
+
+
+@pytest.fixture
+def hash_embedder(settings: Any) -> None:
+    """Meaning-free deterministic vectors: for tests where semantics do not matter."""
+    settings.ZEROMEMORY_EMBEDDING_MODEL = "builtin:hash"
+
+
+@pytest.fixture
+def tenant(db: None) -> Tenant:
+    return services.tenant_get_or_create(name="acme")
+
+
+@pytest.fixture
+def other_tenant(db: None) -> Tenant:
+    return services.tenant_get_or_create(name="globex")
+
+
+class ApiClient:
+    """The test client speaking JSON with one tenant's key."""
+
+    base = "/api/v1/public/memory/v2"
+
+    def __init__(self, secret: str | None) -> None:
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+
+    def post(self, path: str, body: Any, **headers: str) -> Any:
+        data = body if isinstance(body, (str, bytes)) else __import__("json").dumps(body)
+        return self.client.post(self.base + path, data=data, content_type="application/json",
+                                headers={**self.headers, **headers})
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(self.base + path, params, headers=self.headers)
+
+
+@pytest.fixture
+def api(tenant: Tenant) -> ApiClient:
+    _, secret = services.apikey_create(tenant=tenant)
+    return ApiClient(secret)
+
+
+@pytest.fixture
+def other_api(other_tenant: Tenant) -> ApiClient:
+    _, secret = services.apikey_create(tenant=other_tenant)
+    return ApiClient(secret)
+
+
+@pytest.fixture
+def anonymous_api(db: None) -> Iterator[ApiClient]:
+    yield ApiClient(None)

@@ -1,0 +1,43 @@
+"""Settings fail loudly at start-up on bad values (each case imports the settings in a fresh process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+LOAD = "import django; django.setup(); from django.conf import settings; print(settings.ZEROMEMORY_SEARCH_CONFIG)"
+
+
+def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "zeromem.settings", **env}
+    return subprocess.run([sys.executable, "-c", LOAD], env=environment, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"ZEROMEMORY_EMBEDDING_DIM": "many"}, "ZEROMEMORY_EMBEDDING_DIM must be an integer"),
+    ({"ZEROMEMORY_EMBEDDING_DIM": "0"}, "ZEROMEMORY_EMBEDDING_DIM must be between"),
+    ({"ZEROMEMORY_EMBEDDING_DIM": "768"}, "builtin:minilm produces 384"),
+    ({"ZEROMEMORY_DEBUG": "maybe"}, "ZEROMEMORY_DEBUG must be a boolean"),
+    ({"ZEROMEMORY_SEARCH_CONFIG": "klingon"}, "ZEROMEMORY_SEARCH_CONFIG must be one of"),
+    ({"DATABASE_URL": "mysql://db/x", "ZEROMEM_EMBEDDED": "0",
+      "ZEROMEMORY_SECRET_KEY": "x" * 40}, "DATABASE_URL must be a postgresql:// URL"),
+    ({"REDIS_URL": "amqp://broker"}, "REDIS_URL must be a redis:// URL"),
+    ({"ZEROMEMORY_SECRET_KEY": "short"}, "at least 32 characters"),
+    ({"DATABASE_URL": "postgresql://db.internal/zeromem", "ZEROMEM_EMBEDDED": "0",
+      "ZEROMEMORY_SECRET_KEY": ""}, "ZEROMEMORY_SECRET_KEY must be set"),
+    ({"ZEROMEMORY_SEARCH_VECTOR_WEIGHT": "2"}, "between 0.0 and 1.0"),
+])
+def test_a_bad_value_stops_start_up_with_a_clear_message(env, message):
+    result = load_settings(**env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_good_values_load():
+    result = load_settings(ZEROMEMORY_SEARCH_CONFIG="simple", ZEROMEMORY_DEBUG="true")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "simple"

@@ -1,0 +1,307 @@
+"""HTTP API under /api/v1/public/memory/v2/ (django-ninja: validation and OpenAPI at …/docs).
+
+Views parse input, call one service or selector, format output. One error shape everywhere:
+`{"error": {"code": "...", "message": "...", "details": [...]}}` with the matching status code.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import Field, NinjaAPI, Query, Router, Schema, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+from pydantic import ConfigDict, field_validator
+
+from zeromem import selectors, services
+from zeromem.models import ApiKey, Memory
+from zeromem.selectors import MemoryFilter
+from zeromem.tasks import enqueue_on_commit, memories_embed_task
+
+
+class ApiKeyAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        return selectors.apikey_authenticate(secret=token)
+
+
+api = NinjaAPI(title="zeromem", version="2", urls_namespace="memory_v2", auth=ApiKeyAuth())
+router = Router()
+
+
+def error_response(request: HttpRequest, status: int, code: str, message: str,
+                   details: list[Any] | None = None) -> HttpResponse:
+    return api.create_response(request, {"error": {"code": code, "message": message, "details": details or []}},
+                               status=status)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    details = [{"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
+               for e in exc.errors]
+    return error_response(request, 422, "invalid_input", "the request did not validate", details)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(request, 401, "unauthorized", "a valid 'Authorization: Bearer <key>' is required")
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    codes = {400: "bad_request", 404: "not_found", 409: "conflict", 413: "too_large", 422: "invalid_input"}
+    return error_response(request, exc.status_code, codes.get(exc.status_code, "error"), str(exc))
+
+
+@api.exception_handler(services.IdempotencyConflict)
+def on_idempotency_conflict(request: HttpRequest, exc: services.IdempotencyConflict) -> HttpResponse:
+    return error_response(request, 409, "idempotency_conflict", str(exc))
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error_response(request, 413, "too_large", "the request body is larger than the server accepts")
+
+
+@api.exception_handler(selectors.InvalidCursor)
+def on_invalid_cursor(request: HttpRequest, exc: selectors.InvalidCursor) -> HttpResponse:
+    return error_response(request, 400, "invalid_cursor", str(exc))
+
+
+def tenant_id(request: HttpRequest) -> int:
+    key: ApiKey = request.auth  # type: ignore[attr-defined]
+    return int(key.tenant_id)
+
+
+# --- schemas -----------------------------------------------------------------------------------------------
+
+Name = Field(..., min_length=1, max_length=200)
+OptionalName = Field(None, min_length=1, max_length=200)
+
+
+class Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MemoryIn(Strict):
+    content: str = Field(..., min_length=1)
+    user_id: str = Name
+    entity_id: str | None = OptionalName
+    namespace: str = Field("global", min_length=1, max_length=100)
+    session_id: str | None = OptionalName
+    memory_type: Literal["episodic", "working"] = "episodic"
+    kind: Literal["observation", "decision", "question", "preference", "outcome", "fact", "meta"] | None = None
+    role: str = Field("", max_length=50)
+    entities: list[str] | None = Field(None, max_length=100)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    window: str | None = OptionalName
+    importance: float | None = Field(None, ge=0.0, le=1.0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def content_within_limit(cls, value: str) -> str:
+        if len(value) > settings.ZEROMEMORY_MAX_CONTENT_CHARS:
+            raise ValueError(f"content is longer than {settings.ZEROMEMORY_MAX_CONTENT_CHARS} characters")
+        if not value.strip():
+            raise ValueError("content is blank")
+        return value
+
+    @field_validator("entities", "tags")
+    @classmethod
+    def short_labels(cls, value: list[str] | None) -> list[str] | None:
+        if value and any(not item or len(item) > 200 for item in value):
+            raise ValueError("each item must be 1–200 characters")
+        return value
+
+    @field_validator("content", "user_id", "entity_id", "session_id", "namespace", "role", "window")
+    @classmethod
+    def no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("NUL characters are not allowed")  # PostgreSQL text cannot store them
+        return value
+
+
+class MemoriesIn(Strict):
+    memories: list[MemoryIn] = Field(..., min_length=1)
+
+    @field_validator("memories")
+    @classmethod
+    def batch_within_limit(cls, value: list[MemoryIn]) -> list[MemoryIn]:
+        if len(value) > settings.ZEROMEMORY_MAX_BATCH:
+            raise ValueError(f"at most {settings.ZEROMEMORY_MAX_BATCH} memories per request")
+        return value
+
+
+class StoredOut(Schema):
+    ids: list[uuid.UUID]
+    created: int
+    deduplicated: int
+    embedded: int
+
+
+class MemoryOut(Schema):
+    id: uuid.UUID
+    user_id: str
+    entity_id: str | None
+    namespace: str
+    session_id: str | None
+    memory_type: str
+    state: str
+    kind: str
+    role: str
+    content: str
+    entities: list[str]
+    tags: list[str]
+    window: str | None
+    importance: float
+    confidence: float
+    corroboration_count: int
+    metadata: dict[str, Any]
+    has_embedding: bool
+    created_at: datetime
+    updated_at: datetime
+    consolidated_at: datetime | None
+    archived_at: datetime | None
+    superseded_by_id: uuid.UUID | None
+
+    @staticmethod
+    def resolve_has_embedding(obj: Memory) -> bool:
+        return obj.embedding is not None
+
+
+class SourceOut(Schema):
+    source_memory_id: uuid.UUID
+    source_content_hash: str
+    deleted: bool
+    content: str | None
+    state: str | None
+
+
+class MemoryDetailOut(MemoryOut):
+    sources: list[SourceOut]
+
+
+class PageOut(Schema):
+    memories: list[MemoryOut]
+    next_cursor: str | None
+
+
+class ListQuery(Strict):
+    user_id: str | None = OptionalName
+    entity_id: str | None = OptionalName
+    namespace: str | None = None
+    memory_type: Literal["episodic", "working", "semantic"] | None = None
+    state: Literal["raw", "consolidated", "archived"] | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    cursor: str | None = Field(None, max_length=500)
+    limit: int = Field(50, ge=1, le=500)
+
+
+class SearchIn(Strict):
+    query: str = Field(..., min_length=1, max_length=4000)
+    user_id: str | None = OptionalName
+    entity_id: str | None = OptionalName
+    namespace: str | None = None
+    memory_types: list[Literal["episodic", "working", "semantic"]] | None = None
+    states: list[Literal["raw", "consolidated", "archived"]] = Field(default_factory=lambda: ["raw"])  # type: ignore[arg-type]
+    top_k: int = Field(10, ge=1, le=100)
+
+
+class HitOut(Schema):
+    memory: MemoryOut
+    score: float
+    bm25: float
+    cosine: float | None
+
+
+class SearchOut(Schema):
+    results: list[HitOut]
+
+
+class ProfileQuery(Strict):
+    user_id: str = Name
+    entity_id: str | None = OptionalName
+    namespace: str = "global"
+
+
+class ProfileOut(Schema):
+    user_id: str
+    entity_id: str | None
+    namespace: str
+    preferences: list[dict[str, Any]]
+    behaviors: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    summary: str
+    version: int
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_entity_id(obj: Any) -> str | None:
+        return obj.entity_id or None
+
+
+# --- endpoints ---------------------------------------------------------------------------------------------
+
+@router.post("/memories", response={201: StoredOut})
+def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status:
+    inline = len(payload.memories) <= settings.ZEROMEMORY_INLINE_EMBED_MAX
+    result = services.memories_ingest(
+        tenant_id=tenant_id(request), items=[services.MemoryInput(**m.model_dump()) for m in payload.memories],
+        embed=inline, idempotency_key=request.headers.get("Idempotency-Key") or None)
+    if not inline and result.created:
+        enqueue_on_commit(memories_embed_task, memory_ids=[str(i) for i in result.ids])
+    return Status(201, result.as_json())
+
+
+@router.get("/memories", response=PageOut)
+def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, Any]:
+    scope = MemoryFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
+                         namespace=filters.namespace,
+                         memory_types=[filters.memory_type] if filters.memory_type else None,
+                         states=[filters.state] if filters.state else None,
+                         created_after=filters.created_after, created_before=filters.created_before)
+    page, next_cursor = selectors.memories_page(scope=scope, cursor=filters.cursor, limit=filters.limit)
+    return {"memories": page, "next_cursor": next_cursor}
+
+
+@router.get("/memories/{memory_id}", response=MemoryDetailOut)
+def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
+    memory = selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id)
+    if memory is None:
+        raise HttpError(404, "no such memory")
+    sources = [{"source_memory_id": link.source_memory_id, "source_content_hash": link.source_content_hash,
+                "deleted": link.source is None, "content": link.source.content if link.source else None,
+                "state": link.source.state if link.source else None}
+               for link in selectors.memory_sources(memory=memory)]
+    memory.sources = sources  # type: ignore[attr-defined]
+    return memory
+
+
+@router.post("/search", response=SearchOut)
+def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
+    scope = MemoryFilter(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
+                         namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states)
+    hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k)
+    return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine}
+                        for h in hits]}
+
+
+@router.get("/profile", response=ProfileOut)
+def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
+    from profiles.selectors import profile_get
+
+    profile = profile_get(tenant_id=tenant_id(request), user_id=filters.user_id,
+                          entity_id=filters.entity_id, namespace=filters.namespace)
+    if profile is None:
+        raise HttpError(404, "no profile for this user/entity yet")
+    return profile
+
+
+api.add_router("/", router)

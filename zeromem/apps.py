@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ZeromemConfig(AppConfig):
+    name = "zeromem"
+    verbose_name = "zeromem core"

@@ -1,0 +1,389 @@
+"""Rule-based entity extraction and kind classification for memory text.
+
+Pure standard library and deterministic: the same text always yields the same entities and kind, so
+these can run at write time without a model and be re-run later with identical results.
+
+Extraction runs passes in priority order (URLs before paths before identifiers before names) and a
+later pass may not claim characters an earlier one took: that is what keeps a URL's host, or the
+"New York" inside "New York City", from showing up twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+KINDS = ("observation", "decision", "question", "preference", "outcome", "fact", "meta")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Capitalised only because they start a sentence (or chat filler): never entities. Exact case, so
+# "US" and "IT" survive while "Us" and "It" do not.
+_STOP = _words(
+    """
+    I A An The This That These Those It Its We You He She They Me Him Her Us Them My Our Your His
+    Their Mine Yours Ours Theirs Myself Yourself Ourselves Someone Somebody Anyone Anybody Everyone
+    Everybody Nobody Nothing Something Everything Anything There Here
+    Yes No Not Nope Yep Yeah Yup Hey Hi Hello Howdy Bye Goodbye Cheers Oh Ah Aw Aww Ugh Hmm Huh Wow
+    Whoa Yay Oops Haha Lol Omg Congrats Congratulations Thanks Thank Please Sorry Okay Ok OK Sure
+    Great Good Nice Cool Awesome Amazing Wonderful Fantastic Perfect Lovely Glad Happy Sad Fine Right
+    So But And Or Nor Yet If Then Else Because Since Although Though While Unless Until Whether
+    Well Also Just Really Actually Honestly Basically Anyway Anyways Maybe Perhaps Probably Definitely
+    Absolutely Totally Exactly Indeed Still Even Only Once Again Always Never Sometimes Usually Often
+    Now Today Yesterday Tomorrow Tonight Morning Afternoon Evening Night Weekend Later Soon Earlier
+    First Second Third Last Next Finally Meanwhile Otherwise However Besides Instead Plus
+    What When Where Why How Who Whom Whose Which Whatever Whenever Wherever
+    Do Does Did Done Is Are Was Were Be Been Being Am Has Have Had Having Can Could Would Should Will
+    Shall May Might Must Let Lets
+    In On At For With From To By Of As About Into Onto Over Under Through During Without Within
+    After Before Around Between Among Against Per Via Like Unlike Near Off Out Up Down
+    Some Any All Every Each Both Most Many Much More Less Few Several Other Another Such Same Very
+    Went Got Had Made Saw Took Gave Came Felt Thought Started Tried Found Said Told Asked Wanted
+    Make Take Try Check See Look Use Run Add Remove Fix Update Deploy Email Send Call Ask Tell Keep
+    Move Set Get Go Come Give Find Think Know Need Want Love Hate Hope Feel Remember Note Consider
+    Sounds Seems Looks Guess Wish Imagine Wait Stop Start Read Write Open Close Bring Show
+    Ping Remind Schedule Book Create Delete Install Restart Merge Push Pull Review Ship Test Rename
+    Refactor Investigate Follow Reply Share Buy Pick Drop Cancel Confirm Verify Ensure Avoid Turn
+    Mr Mrs Ms Dr Prof Sir Madam
+    User Assistant System Human Bot Summary Todo TODO FYI BTW LOL OMG ASAP PS TBH IMO IMHO TLDR
+    Error Warning Info Edit Re Fwd Subject Update Result Status Answer Question Reason Example Tip
+    """
+)
+# Dates are values, not things a memory is about.
+_MONTH_WORDS = _words(
+    """
+    January February March April May June July August September October November December
+    Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec
+    """
+)
+_DATE_WORDS = _MONTH_WORDS | _words(
+    """
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday Mondays Tuesdays Wednesdays Thursdays
+    Fridays Saturdays Sundays Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun
+    """
+)
+_NOT_NAMES = _STOP | _DATE_WORDS
+# Shouted stop words are dropped too ("I LOVE THIS SO MUCH"), except these real acronyms.
+_ACRONYMS = _words("US IT WHO")
+# Lowercase particles inside names: "Museum of Modern Art", "Vincent van Gogh".
+_CONNECTORS = _words("of de van von der den da del du di la le")
+
+_FILE_EXTENSIONS = _words(
+    """
+    py pyi ipynb js mjs cjs ts tsx jsx json jsonl yaml yml toml ini cfg conf env md mdx rst txt csv tsv
+    html htm css scss sass less sql sh bash zsh fish ps1 bat go rs java kt kts scala rb php c h cc
+    cpp hpp cs swift m mm lua pl ex exs erl hs dart vue svelte tf tfvars proto graphql gql xml
+    lock log pdf png jpg jpeg gif svg webp ico docx xlsx pptx zip tar gz tgz bz2 xz whl jar parquet
+    db sqlite sqlite3 pem crt key j2 jinja dockerfile
+    """
+)
+_DOTFILES = _words("env gitignore gitattributes dockerignore editorconfig bashrc zshrc profile npmrc")
+
+# Unit words compare case-insensitively; short symbols do not, or "5G" would become "5 g".
+_UNIT_WORDS = _words(
+    """
+    bytes byte bits milliseconds millisecond seconds second minutes minute hours hour days day weeks
+    week months month years year yrs decades kilometers kilometres kilometer kilometre meters metres
+    meter metre miles mile feet foot inches inch kilograms kilogram kilos grams gram pounds ounces
+    degrees percent cores core vcpus vcpu cpus gpus threads workers nodes replicas pods shards
+    partitions instances servers containers connections requests users rows records tokens items
+    files lines retries attempts steps epochs pages dollars euros bucks usd eur gbp
+    """
+)
+_UNIT_SYMBOLS = _words(
+    """
+    B KB MB GB TB PB KiB MiB GiB TiB kB kb mb gb tb Kb Mb Gb MB/s GB/s Gbps Mbps Kbps kbps
+    ns µs ms s sec secs min mins h hr hrs m km cm mm mi km/h mph kph kg mg lb lbs oz ft
+    GHz MHz kHz Hz fps rps qps tps req/s rpm px dpi °C °F ° kW kWh mAh
+    """
+)
+
+
+def _alternation(options: frozenset[str]) -> str:
+    # Longest first, so "MB/s" wins over "MB" and "mins" over "min".
+    return "|".join(re.escape(o) for o in sorted(options, key=lambda o: (-len(o), o)))
+
+
+_UNITS = rf"(?i:{_alternation(_UNIT_WORDS)})|{_alternation(_UNIT_SYMBOLS)}"
+_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_MONTHS = _alternation(_MONTH_WORDS)
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)
+_EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\:*?\"<>|]+\\)*[^\s\\:*?\"<>|]*")
+_PATH = re.compile(r"(?<![\w.~/@:\\-])(?:~|\.{1,2}|[A-Za-z_][\w.+-]*)?(?:/[\w.@+-]+)+/?")
+_FILENAME = re.compile(
+    rf"(?<![\w./\\@-])(?:[\w-]+(?:\.[\w-]+)*\.(?i:{_alternation(_FILE_EXTENSIONS)})"
+    rf"|\.(?:{_alternation(_DOTFILES)}))(?![\w-]|\.\w)"
+)
+_MENTION = re.compile(r"(?<![\w@#])[@#]\w(?:[\w.-]*\w)?")
+_MONEY = re.compile(
+    rf"(?<![\w$€£¥])(?P<sym>[$€£¥])\s?(?P<num>{_NUMBER})"
+    r"(?P<suffix>[kKmMbB]\b|\s(?:thousand|million|billion|trillion)\b)?"
+)
+_PERCENT = re.compile(rf"(?<![\w.,])(?P<num>{_NUMBER})\s?%")
+_QUANTITY = re.compile(rf"(?<![\w.,$€£¥])(?P<num>{_NUMBER})(?P<space>\s?)(?P<unit>{_UNITS})(?![\w/°])")
+_DECADE_CONTEXT = re.compile(r"(?:\bthe|\bearly|\blate|mid-|['’])\s*$", re.IGNORECASE)
+_IDENTIFIER = re.compile(r"(?<![\w./\\@#$'’-])[A-Za-z_]\w*(?:[-.]\w+)*")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[A-Za-z]")
+
+# A capitalised word: "Caroline", "LGBTQ", "O'Brien", "Jean-Luc", "PostgreSQL", "C++", "C#".
+_CAP = r"[A-Z][A-Za-z0-9]*(?:['’][A-Za-z]+|-[A-Za-z0-9]+)*(?:\+\+|#)?(?![\w@])"
+_NAME_RUN = re.compile(
+    rf"(?<![\w'’@#.\\$-])(?P<name>{_CAP}(?: (?:(?:{'|'.join(sorted(_CONNECTORS))}) )?{_CAP})*)"
+    # A trailing version belongs to the name ("Django 5.2"), unless it is a quantity ("Redis 512 MB").
+    rf"(?: (?P<version>\d+(?:\.\d+)*)(?![\w%/]|[.,]\d|\s?(?:{_UNITS})(?![\w/])))?"
+)
+_RUN_WORD = re.compile(r"\S+")
+_POSSESSIVE = re.compile(r"['’]s$")
+_APOSTROPHE = re.compile(r"['’]")
+
+# classify_kind cues.
+_SPEAKER = re.compile(r"^[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}:\s+")
+_QUESTION_END = re.compile(r"\?[\s!?.\"'’”)\]]*$")
+_QUESTION_START = re.compile(
+    r"^(?:(?:what|when|where|why|how|who|whom|whose|which)(?:['’]s|\s+(?:is|are|was|were|do|does|did|can"
+    r"|could|would|should|will|has|have|had|about|many|much|long|often|come))\b"
+    r"|(?:do|does|did|is|are|was|were|can|could|would|should|will|have|has|had|shall|may|might)\s+"
+    r"(?:you|we|i|they|he|she|anyone|someone|anybody|somebody|everyone)\b"
+    r"|(?:is|are|was|were|will|can|could|should|would)\s+(?:it|there|this|that|these|those)\b)",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\bI(?:\s+really|\s+absolutely|\s+just)?\s+(?:prefer|like|love|hate|enjoy|dislike|adore)\b"
+    r"|\bI\s+(?:don['’]?t|do\s+not)\s+(?:really\s+)?(?:like|love|enjoy)\b"
+    r"|\bmy\s+fav(?:ou?rite)?\b|\bI(?:['’]d|\s+would)\s+rather\b|\bprefer(?:s|red)\b"
+    r"|\b(?:likes|loves|hates)\s+to\b|\b(?:always|never)\s+use\b|\bcan['’]?t\s+stand\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\bdecided\b|\bdecision\b|\bgoing\s+with\b|\bcho(?:se|sen)\b|\b(?:we|they)\s+agreed\b|\bagreed\s+to\b"
+    r"|\b(?:we|I)(?:['’]ll|\s+will)\s+(?:go\s+with|use|adopt|switch\s+to|stick\s+with)\b"
+    r"|\blet(?:['’]s|\s+us)\s+(?:use|go\s+with|adopt|switch\s+to|stick\s+with)\b"
+    r"|\bsettled\s+on\b|\bopted\s+(?:for|to)\b",
+    re.IGNORECASE,
+)
+_OUTCOME = re.compile(
+    r"\b(?:succeeded|succeeds|successful(?:ly)?|failed|fails|failing|failure|fixed|resolved|finished"
+    r"|completed|crashed|crashes|broken|errors?|timed\s+out|rolled\s+back)\b"
+    # "worked at Google" and "passed away" are biography, not results.
+    r"|\bworked\b(?!\s+(?:at|as|for|on|with|in|from|there|together)\b)|\bpass(?:ed|es)\b(?!\s+away)"
+    r"|\bbroke\b(?!\s+up)|\bthe\s+result\b",
+    re.IGNORECASE,
+)
+_PERSONAL_FACT = re.compile(
+    r"\bmy\s+[\w'’]+(?:\s+[\w'’]+)?\s+(?:is|are)\b|\bI\s+(?:live|lived|grew\s+up)\s+in\b"
+    r"|\bI\s+work(?:ed)?\s+(?:at|as|for|in)\b|\bI(?:['’]m|\s+am)\s+from\b|\bI\s+was\s+born\b"
+    r"|\bI\s+have\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b",
+    re.IGNORECASE,
+)
+_NAMED_SUBJECT = re.compile(r"^(?P<first>[A-Z][\w'’-]*)(?: [A-Z][\w'’-]*)* (?:is|are|was|were|has|have)\b")
+_DATE = re.compile(
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b"
+    rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})\b"
+    rf"|\b(?:{_MONTHS}) (?:19|20)\d{{2}}\b|\b(?:in|since|by|until|from) (?:19|20)\d{{2}}\b"
+)
+_VERSION = re.compile(r"\bv\d+(?:\.\d+)+\b|\b\d+\.\d+\.\d+\b|(?<=[A-Za-z] )\d+\.\d+\b")
+_META = re.compile(
+    r"\bas\s+(?:I|we)\s+(?:mentioned|said|discussed)\b|\bremember\s+that\b|\bnote\s+to\s+self\b"
+    r"|\bfor\s+the\s+record\b|\b(?:summary|recap|to-?do)\s*:|\bTODO\b|\bjust\s+to\s+recap\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    value: str
+
+
+_Valuer = Callable[[re.Match[str]], str | None]
+
+
+def _whole(match: re.Match[str]) -> str:
+    return match.group()
+
+
+def _url_value(match: re.Match[str]) -> str:
+    url = match.group().rstrip(".,;:!?'\"")
+    # Keep a closing bracket only when the URL opened it, as Wikipedia links do.
+    while url[-1] in ")]}" and url.count(url[-1]) > url.count({")": "(", "]": "[", "}": "{"}[url[-1]]):
+        url = url[:-1].rstrip(".,;:!?'\"")
+    return url
+
+
+def _path_value(match: re.Match[str]) -> str | None:
+    path = match.group().rstrip(".,;:-")
+    if len(path) < 2:
+        return None
+    if path[0] in "/~." or "\\" in path:
+        return path
+    # A bare "a/b" is usually prose ("and/or", "TCP/IP"); a relative path needs depth or a file name.
+    return path if path.count("/") >= 2 or _FILENAME.search(path) else None
+
+
+def _money_value(match: re.Match[str]) -> str:
+    return match["sym"] + match["num"] + (match["suffix"] or "")
+
+
+def _percent_value(match: re.Match[str]) -> str:
+    return match["num"] + "%"
+
+
+def _quantity_value(match: re.Match[str]) -> str | None:
+    before = match.string[max(0, match.start() - 8) : match.start()]
+    if match["unit"] == "s" and not match["space"] and _DECADE_CONTEXT.search(before):
+        return None  # "the 90s" is a decade, not ninety seconds
+    return f"{match['num']} {match['unit']}"
+
+
+def _identifier_value(match: re.Match[str]) -> str | None:
+    token = match.group()
+    if "." in token:
+        # "e.g" and "a.m" are prose abbreviations; "numpy.linalg" has a real segment.
+        return token if any(len(part) > 1 for part in token.split(".")) else None
+    if "_" in token:
+        return token if _LETTER.search(token) else None
+    camel = token[0].islower() and _CAMEL.search(token)
+    return token if camel or _DIGIT.search(token) else None
+
+
+# Concrete values, in claim order; classify_kind reuses them to spot facts.
+_VALUE_PASSES: tuple[tuple[re.Pattern[str], _Valuer], ...] = (
+    (_URL, _url_value),
+    (_EMAIL, _whole),
+    (_WIN_PATH, _path_value),
+    (_PATH, _path_value),
+    (_FILENAME, _whole),
+    (_MONEY, _money_value),
+    (_PERCENT, _percent_value),
+    (_QUANTITY, _quantity_value),
+)
+_PASSES = _VALUE_PASSES + ((_MENTION, _whole), (_IDENTIFIER, _identifier_value))
+
+
+def _pass_spans(pattern: re.Pattern[str], valuer: _Valuer, text: str) -> Iterator[_Span]:
+    for match in pattern.finditer(text):
+        value = valuer(match)
+        if value:
+            yield _Span(match.start(), match.end(), value)
+
+
+def _is_stop(word: str) -> bool:
+    base = _APOSTROPHE.split(word, maxsplit=1)[0]  # "That's" -> "That", "I'm" -> "I"
+    if base in _NOT_NAMES or word.endswith(("n't", "n’t")):
+        return True
+    return base.isupper() and base not in _ACRONYMS and base.title() in _NOT_NAMES
+
+
+def _group_span(words: list[re.Match[str]]) -> list[tuple[int, int]]:
+    while words and words[-1].group() in _CONNECTORS:
+        words.pop()
+    if not words:
+        return []
+    possessive = _POSSESSIVE.search(words[-1].group())
+    return [(words[0].start(), words[-1].end() - (2 if possessive else 0))]
+
+
+def _split_run(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Cut a capitalised run at filler words: "Thanks Caroline" -> "Caroline"."""
+    groups: list[tuple[int, int]] = []
+    words: list[re.Match[str]] = []
+    for word in _RUN_WORD.finditer(text, start, end):
+        stop = _is_stop(word.group())
+        if not stop and (words or word.group() not in _CONNECTORS):
+            words.append(word)
+        if stop or _POSSESSIVE.search(word.group()):
+            groups += _group_span(words)
+            words = []
+    return groups + _group_span(words)
+
+
+def _name_spans(text: str) -> Iterator[_Span]:
+    for run in _NAME_RUN.finditer(text):
+        groups = _split_run(text, run.start("name"), run.end("name"))
+        if groups and run["version"] and groups[-1][1] == run.end("name"):
+            groups[-1] = (groups[-1][0], run.end("version"))
+        for start, end in groups:
+            yield _Span(start, end, text[start:end])
+
+
+def _candidates(text: str) -> Iterator[_Span]:
+    for pattern, valuer in _PASSES:
+        yield from _pass_spans(pattern, valuer, text)
+    yield from _name_spans(text)
+
+
+def extract_entities(text: str, *, limit: int = 20) -> list[str]:
+    """What a memory mentions, de-duplicated, in order of first appearance, at most `limit`."""
+    taken = bytearray(len(text))
+    kept: list[_Span] = []
+    for span in _candidates(text):
+        if not any(taken[span.start : span.end]):
+            taken[span.start : span.end] = b"\x01" * (span.end - span.start)
+            kept.append(span)
+    values = list(dict.fromkeys(span.value for span in sorted(kept, key=lambda s: s.start)))
+    # "New York" said again after "New York City" is the same thing, not a second entity.
+    distinct = [value for value in values if not any(_is_part_of(value, other) for other in values)]
+    return distinct[: max(limit, 0)]
+
+
+def _is_word_char(text: str, index: int) -> bool:
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+def _is_part_of(part: str, whole: str) -> bool:
+    """Whether `part` occurs in a longer `whole` as whole words ("Redis" in "Redis 7", not in "Rediska")."""
+    at = whole.find(part) if part != whole else -1
+    while at >= 0:
+        if not _is_word_char(whole, at - 1) and not _is_word_char(whole, at + len(part)):
+            return True
+        at = whole.find(part, at + 1)
+    return False
+
+
+def _has_value(text: str) -> bool:
+    if _DATE.search(text) or _VERSION.search(text):
+        return True
+    return any(next(_pass_spans(pattern, valuer, text), None) for pattern, valuer in _VALUE_PASSES)
+
+
+def _has_named_subject(body: str) -> bool:
+    match = _NAMED_SUBJECT.match(body)
+    return bool(match and not _is_stop(match["first"]))
+
+
+def _is_question(text: str, body: str) -> bool:
+    return bool(_QUESTION_END.search(text) or _QUESTION_START.match(body))
+
+
+def _is_fact(text: str, body: str) -> bool:
+    return _has_value(body) or bool(_PERSONAL_FACT.search(body)) or _has_named_subject(body)
+
+
+# First match wins: content-bearing kinds beat the "meta" marker, which beats nothing at all.
+_KIND_RULES: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
+    ("question", _is_question),
+    ("preference", lambda text, body: bool(_PREFERENCE.search(text))),
+    ("decision", lambda text, body: bool(_DECISION.search(text))),
+    ("outcome", lambda text, body: bool(_OUTCOME.search(text))),
+    ("fact", _is_fact),
+    ("meta", lambda text, body: bool(_META.search(text))),
+)
+
+
+def classify_kind(text: str) -> str:
+    """One of KINDS, from simple cue rules; "observation" when nothing more specific applies."""
+    text = text.strip()
+    body = _SPEAKER.sub("", text, count=1)  # "Melanie: Do you ...?" is asked by Melanie
+    for kind, applies in _KIND_RULES:
+        if applies(text, body):
+            return kind
+    return "observation"

@@ -1,0 +1,215 @@
+"""Core data model (DESIGN.md §4): tenants, API keys, memories and the links between them.
+
+State fields are never assigned here or in views: `zeromem.services.memory_transition` owns them.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from pgvector.django import HnswIndex, VectorField
+
+
+class Tenant(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    # Per-tenant overrides of job settings, e.g. {"recency_window_hours": 24}.
+    overrides = models.JSONField(default=dict, blank=True)
+    # Ranked list of litellm model names this tenant may use for reflection (first configured one wins).
+    allowed_models = models.JSONField(default=list, blank=True)
+    monthly_token_budget = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """Stored as sha256 of the secret with a visible prefix; looked up by prefix, compared in constant time."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.tenant})"
+
+
+class MemoryType(models.TextChoices):
+    EPISODIC = "episodic"
+    WORKING = "working"
+    SEMANTIC = "semantic"
+
+
+class MemoryState(models.TextChoices):
+    RAW = "raw"
+    CONSOLIDATED = "consolidated"
+    ARCHIVED = "archived"
+
+
+class MemoryKind(models.TextChoices):
+    OBSERVATION = "observation"
+    DECISION = "decision"
+    QUESTION = "question"
+    PREFERENCE = "preference"
+    OUTCOME = "outcome"
+    FACT = "fact"
+    META = "meta"
+
+
+class Memory(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memories")
+    user_id = models.CharField(max_length=200)
+    entity_id = models.CharField(max_length=200, null=True, blank=True)
+    namespace = models.CharField(max_length=100, default="global")
+    session_id = models.CharField(max_length=200, null=True, blank=True)
+    memory_type = models.CharField(max_length=10, choices=MemoryType.choices, default=MemoryType.EPISODIC)
+    state = models.CharField(max_length=12, choices=MemoryState.choices, default=MemoryState.RAW)
+    # Why a memory was archived (decay, supersede, retract, retention): restore refuses retracted ones.
+    archive_reason = models.CharField(max_length=20, blank=True, default="")
+    kind = models.CharField(max_length=12, choices=MemoryKind.choices, default=MemoryKind.OBSERVATION)
+    role = models.CharField(max_length=50, blank=True, default="")
+    content = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    # Never an empty vector: a memory that could not be embedded keeps NULL and is found by keyword.
+    embedding = VectorField(dimensions=settings.ZEROMEMORY_EMBEDDING_DIM, null=True, blank=True)
+    entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    window = models.CharField(max_length=200, null=True, blank=True)
+    importance = models.FloatField(default=0.5)
+    confidence = models.FloatField(default=0.5)
+    corroboration_count = models.IntegerField(default=1)
+    activation = models.FloatField(default=0.5)
+    access_count = models.IntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    reward_score = models.FloatField(default=0.0)
+    stability_score = models.FloatField(default=0.0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+    consolidated_at = models.DateTimeField(null=True, blank=True)
+    reflected_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes_memories")
+
+    class Meta:
+        indexes = [
+            HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            GinIndex(name="memory_entities_gin", fields=["entities"]),
+            GinIndex(name="memory_tags_gin", fields=["tags"]),
+            # The jobs read only raw memories, through this partial index, never scanning the table.
+            models.Index(name="memory_raw_scope", fields=["tenant", "user_id", "entity_id", "created_at"],
+                         condition=Q(state="raw")),
+            models.Index(name="memory_list", fields=["tenant", "user_id", "created_at", "id"]),
+        ]
+        constraints = [
+            # Content-hash dedupe per user and session: a retried write stores nothing twice.
+            models.UniqueConstraint(
+                name="memory_dedupe_per_session",
+                fields=["tenant", "user_id", "session_id", "content_hash"],
+                condition=~Q(memory_type="semantic"),
+                nulls_distinct=False,
+            ),
+            models.CheckConstraint(name="memory_importance_range",
+                                   condition=Q(importance__gte=0) & Q(importance__lte=1)),
+            models.CheckConstraint(name="memory_confidence_range",
+                                   condition=Q(confidence__gte=0) & Q(confidence__lte=1)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_type}/{self.state}: {self.content[:60]}"
+
+
+class MemorySource(models.Model):
+    """A semantic memory cites a source; the source's id and hash outlive its deletion."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="source_links")
+    source = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="cited_by_links")
+    source_memory_id = models.UUIDField()
+    source_content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="memory_source_once",
+                                               fields=["memory", "source_memory_id"])]
+
+
+class RelationType(models.TextChoices):
+    SUPERSEDES = "supersedes"
+    CONTRADICTS = "contradicts"
+    DERIVED_FROM = "derived_from"
+    RELATED = "related"
+    IMPLIES = "implies"
+    SPECIALIZES = "specializes"
+    CAUSES = "causes"
+
+
+class MemoryRelation(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    from_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="relations_out")
+    to_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="relations_in")
+    relation_type = models.CharField(max_length=20, choices=RelationType.choices)
+    flagged = models.BooleanField(default=False)  # needs an operator's review
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="memory_relation_once",
+                                               fields=["from_memory", "to_memory", "relation_type"])]
+
+
+class IdempotencyKey(models.Model):
+    """The answer to a write request, replayed when the same key comes again."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    response = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="idempotency_key_once", fields=["tenant", "key"])]
+
+
+class TermStat(models.Model):
+    """BM25 document frequency of a lexeme within one user's memories, kept up to date at ingestion so
+    search never counts documents at query time."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=200)
+    term = models.CharField(max_length=200)
+    doc_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="term_stat_once", fields=["tenant", "user_id", "term"])]
+
+
+class UserSearchStats(models.Model):
+    """Per-user document count and total document length (in lexemes), for BM25's avgdl."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=200)
+    doc_count = models.IntegerField(default=0)
+    total_length = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="user_search_stats_once", fields=["tenant", "user_id"])]

@@ -1,0 +1,201 @@
+"""The one settings module, read from the environment. A bad value raises at start-up (ImproperlyConfigured).
+
+Without DATABASE_URL / REDIS_URL, the embedded services under `var/` are used (zeromem.devservices);
+`manage.py` and the test plugin start them and export the URLs before this module is read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from zeromem import devservices
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default).strip() or default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int, maximum: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float, maximum: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def env_choice(name: str, default: str, choices: set[str]) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def database_config(url: str) -> dict[str, object]:
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, got {url.split('@')[-1]!r}")
+    config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    config["ENGINE"] = "django.db.backends.postgresql"
+    return config
+
+
+def redis_url(url: str) -> str:
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(f"REDIS_URL must be a redis:// URL, got {url!r}")
+    return url
+
+
+def embedded_urls() -> devservices.ServiceUrls:
+    """URLs of the embedded services: what `devservers start` recorded, else the defaults."""
+    state = devservices.EmbeddedServices().read_state() or {}
+    pgdata = devservices.DEFAULT_VAR_DIR / "pg"
+    return devservices.ServiceUrls(
+        database_url=str(state.get("database_url") or f"postgresql://postgres:@/postgres?host={pgdata}"),
+        redis_url=str(state.get("redis_url") or f"redis://127.0.0.1:{devservices.DEFAULT_VALKEY_PORT}/0"),
+    )
+
+
+DEBUG = env_bool("ZEROMEMORY_DEBUG", False)
+EMBEDDED_SERVICES = not os.environ.get("DATABASE_URL") or os.environ.get("ZEROMEM_EMBEDDED") == "1"
+SECRET_KEY = os.environ.get("ZEROMEMORY_SECRET_KEY", "")
+if SECRET_KEY and len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be at least 32 characters")
+if not SECRET_KEY:
+    if not (DEBUG or EMBEDDED_SERVICES):
+        raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be set when running against a real database")
+    SECRET_KEY = "dev-only-insecure-key-for-the-embedded-services"  # noqa: S105 - local mode only
+ALLOWED_HOSTS = [h.strip() for h in env_str("ZEROMEMORY_ALLOWED_HOSTS", "localhost,127.0.0.1,testserver").split(",")
+                 if h.strip()]
+
+_embedded = embedded_urls()
+DATABASES = {"default": database_config(env_str("DATABASE_URL", _embedded.database_url))}
+REDIS_URL = redis_url(env_str("REDIS_URL", _embedded.redis_url))
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_celery_beat",
+    "zeromem",
+    "consolidation",
+    "profiles",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+ROOT_URLCONF = "zeromem.urls"
+WSGI_APPLICATION = "zeromem.wsgi.application"
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+# Request body limit: a full batch of 1,000 memories at the content limit is ~16 MB.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ZEROMEMORY_MAX_BODY_BYTES", 20 * 1024 * 1024, minimum=1024,
+                                      maximum=512 * 1024 * 1024)
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["stderr"], "level": env_choice("ZEROMEMORY_LOG_LEVEL", "WARNING",
+                                                         {"DEBUG", "INFO", "WARNING", "ERROR"})},
+}
+
+# --- zeromem ---------------------------------------------------------------------------------------------
+# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2 int8 ONNX), "builtin:hash" (deterministic, meaning-free;
+# tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
+ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
+ZEROMEMORY_EMBEDDING_DIM = env_int("ZEROMEMORY_EMBEDDING_DIM", 384, minimum=8, maximum=4000)
+if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM != 384:
+    raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
+ZEROMEMORY_EMBEDDING_BATCH = env_int("ZEROMEMORY_EMBEDDING_BATCH", 16, minimum=1, maximum=1024)
+# Batches up to this size are embedded inside the request (the agent can search what it just wrote);
+# larger ones are stored first and embedded by a Celery task (keyword-findable meanwhile).
+ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum=0, maximum=1000)
+ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
+ZEROMEMORY_DEFAULT_REFLECTION_MODEL = env_str("ZEROMEMORY_DEFAULT_REFLECTION_MODEL", "builtin:extractive")
+# PostgreSQL text-search configuration for the full-text index ("english" stems English; "simple" suits
+# any language). Fixed into the schema at migrate time.
+ZEROMEMORY_SEARCH_CONFIG = env_choice("ZEROMEMORY_SEARCH_CONFIG", "english", {
+    "simple", "english", "german", "french", "spanish", "italian", "portuguese", "dutch", "russian",
+    "swedish", "norwegian", "danish", "finnish", "hungarian", "romanian", "turkish", "arabic", "indonesian"})
+ZEROMEMORY_MAX_CONTENT_CHARS = env_int("ZEROMEMORY_MAX_CONTENT_CHARS", 16_000, minimum=100, maximum=1_000_000)
+ZEROMEMORY_MAX_BATCH = env_int("ZEROMEMORY_MAX_BATCH", 1000, minimum=1, maximum=10_000)
+# Hybrid search: weight of the cosine similarity against the max-normalised BM25 score.
+ZEROMEMORY_SEARCH_VECTOR_WEIGHT = env_float("ZEROMEMORY_SEARCH_VECTOR_WEIGHT", 0.5, minimum=0.0, maximum=1.0)
+ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
+
+# --- Celery ----------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# With acks_late on Redis a task held by a killed worker comes back only after visibility_timeout, and a
+# task running longer than it is delivered twice: set it explicitly, longer than the longest task's hard
+# time limit; run claims carry their own lease (DESIGN.md §3).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("ZEROMEMORY_VISIBILITY_TIMEOUT", 7200, minimum=10, maximum=86_400),
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -1,0 +1,9 @@
+from django.contrib import admin
+from django.urls import path
+
+from zeromem.api import api
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/v1/public/memory/v2/", api.urls),
+]
