@@ -16,6 +16,8 @@ class Schedule:
 
 
 SCHEDULES: tuple[Schedule, ...] = (
+    Schedule(name="zeromem: daily clustering", task="consolidation.clustering_fan_out", minute="30", hour="3",
+             expires_seconds=3 * 3600),
     Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
              minute="*/15", expires_seconds=900),
 )

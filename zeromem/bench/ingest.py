@@ -12,8 +12,8 @@ import numpy as np
 from django.utils import timezone
 
 from zeromem import services
-from zeromem.embeddings import get_embedder
 from zeromem.bench.texts import memory_texts
+from zeromem.embeddings import get_embedder
 from zeromem.models import Memory
 
 
@@ -43,12 +43,9 @@ def bench_ingest(*, n: int, prefill_rows: int, batch: int, progress: Callable[[s
         progress("embedder", len(texts[start:start + batch]))
     embedder_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    for start in range(0, n, batch):
-        chunk = texts[start:start + batch]
-        services.memories_ingest(tenant_id=tenant.id, items=[
-            services.MemoryInput(content=t, user_id=f"user-{i % 20}", session_id=f"s-{i // 50}")
-            for i, t in enumerate(chunk, start)])
-        progress("ingest", len(chunk))
+    services.memories_import(tenant_id=tenant.id, progress=lambda done: progress("ingest", done), batches=(
+        [services.MemoryInput(content=t, user_id=f"user-{i % 20}", session_id=f"s-{i // 50}")
+         for i, t in enumerate(texts[start:start + batch], start)] for start in range(0, n, batch)))
     seconds = time.perf_counter() - started
     stored = Memory.objects.filter(tenant=tenant, embedding__isnull=False).exclude(user_id="prefill").count()
     return {"n": n, "stored_with_vector": stored, "prefilled_rows": prefill_rows, "batch": batch,

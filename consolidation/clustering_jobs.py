@@ -1,0 +1,228 @@
+"""The clustering job for one (tenant, user): select, cluster, and write each cluster as a semantic memory.
+
+Every cluster is written in its own short transaction that (1) renews the run's lease (a worker that lost
+it writes nothing), (2) creates or updates the semantic memory and its source links, (3) moves the sources
+to consolidated with a conditional UPDATE (a source another writer moved first aborts the cluster), and
+(4) writes the ledger row; events go out after commit. Embedding happens before the transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from consolidation import clustering
+from consolidation.events import event_emit
+from consolidation.extractive import Chunk, merge_texts
+from consolidation.models import ConsolidationRun, RunKind, RunStatus
+from consolidation.runs import LeaseLost, run_fence, run_finish, run_request, run_start, run_wait, worker_name
+from consolidation.selectors import Loaded, clustering_input, clustering_queryset
+from consolidation.services import ledger_write, memory_transition
+from zeromem.embeddings import embed_texts
+from zeromem.models import Memory, MemorySource, Tenant
+from zeromem.services import content_hash, search_stats_add
+from zeromem.transitions import TransitionRefused
+
+Progress = Callable[[int, int], None]  # (done, total) clusters
+
+
+def clustering_params() -> clustering.Params:
+    return clustering.Params(cosine_floor=settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR,
+                             fact_jaccard=settings.ZEROMEMORY_CLUSTER_FACT_JACCARD,
+                             hub_share=settings.ZEROMEMORY_CLUSTER_HUB_SHARE,
+                             max_cluster=settings.ZEROMEMORY_CLUSTER_MAX_SIZE)
+
+
+@dataclass
+class Plan:
+    """What a run would write: one entry per merged text (a cluster too long for one text gives several)."""
+
+    loaded: Loaded
+    merges: list[Merge] = field(default_factory=list)
+    pairs: int = 0
+
+
+@dataclass
+class Merge:
+    base: int | None  # index of an active semantic memory this merge updates, or None for a new one
+    members: list[int]  # indexes of the memories folded into it (never the base)
+    text: str
+    scores: dict[str, float]
+
+
+def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> Plan:
+    loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
+                              settings.ZEROMEMORY_EMBEDDING_DIM)
+    groups, pairs = clustering.cluster(loaded.items, loaded.vectors, loaded.has_vector, clustering_params())
+    strength = {(p.a, p.b): p.strength for p in pairs}
+    plan = Plan(loaded=loaded, pairs=len(pairs))
+    for group in groups:
+        plan.merges += _merges_for(loaded, group, strength)
+    return plan
+
+
+def _merges_for(loaded: Loaded, group: list[int], strength: dict[tuple[int, int], float]) -> list[Merge]:
+    semantic = [i for i in group if loaded.rows[i]["memory_type"] == "semantic"]
+    base = semantic[0] if semantic else None
+    ordered = ([base] if base is not None else []) + [i for i in group if i != base]
+    chunks = merge_texts([loaded.rows[i]["content"] for i in ordered], limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
+    links = [s for (a, b), s in strength.items() if a in group and b in group]
+    scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
+    return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
+            if len(chunk.members) >= 2 or (n == 0 and base is not None and len(chunk.members) >= 2)]
+
+
+def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:
+    members = [ordered[m] for m in chunk.members if ordered[m] != base]
+    return Merge(base=base, members=members, text=chunk.text, scores=scores)
+
+
+# --- writing -------------------------------------------------------------------------------------------------
+
+def _semantic_fields(rows: Sequence[dict[str, Any]], text: str) -> dict[str, Any]:
+    importance = max(r["importance"] for r in rows)
+    kinds = Counter(r["kind"] for r in rows).most_common(1)[0][0]
+    entities = list(dict.fromkeys(e for r in rows for e in r["entities"]))[:50]
+    return {
+        "content": text, "content_hash": content_hash(text), "importance": importance, "kind": kinds,
+        "corroboration_count": sum(r["corroboration_count"] for r in rows),
+        "confidence": min(1.0, max(r["confidence"] for r in rows) + 0.05 * (len(rows) - 1)),
+        "stability_score": sum((r["importance"] + r["reward_score"]) / 2 for r in rows) / len(rows),
+        "entities": entities, "tags": sorted({t for r in rows for t in r["tags"]}),
+        "valid_from": min(r["created_at"] for r in rows),
+    }
+
+
+def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id: str, loaded: Loaded,
+                 merge: Merge, vector: list[float] | None) -> Memory:
+    members = [loaded.rows[i] for i in merge.members]
+    everything = members + ([loaded.rows[merge.base]] if merge.base is not None else [])
+    fields = _semantic_fields(everything, merge.text)
+    with transaction.atomic():
+        run_fence(run_id=run.id, worker=worker)
+        semantic = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
+        MemorySource.objects.bulk_create([
+            MemorySource(memory=semantic, source_id=r["id"], source_memory_id=r["id"],
+                         source_content_hash=r["content_hash"]) for r in members], ignore_conflicts=True)
+        memory_transition(tenant_id=tenant_id, memory_ids=[r["id"] for r in members], operation="consolidate",
+                          actor=f"run:{run.id}", run_id=run.id, reason="folded into a semantic memory")
+        ledger_write(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=user_id,
+                     memory_ids=[r["id"] for r in members],
+                     inputs={"members": [{"id": str(r["id"]), "content_hash": r["content_hash"]} for r in members],
+                             "base": str(semantic.id) if merge.base is not None else None,
+                             "base_content": loaded.rows[merge.base]["content"] if merge.base is not None else None},
+                     outputs={"semantic_id": str(semantic.id), "content": merge.text,
+                              "created": merge.base is None},
+                     reason="clustered by shared entities / embedding similarity", scores=merge.scores,
+                     undoable=True)
+        _emit_merge(tenant_id, semantic, members, created=merge.base is None)
+    return semantic
+
+
+def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, fields: dict[str, Any],
+                     vector: list[float] | None) -> Memory:
+    if merge.base is not None:
+        base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state="raw").first()
+        if base is None:
+            raise TransitionRefused(f"semantic memory {loaded.ids[merge.base]} is no longer active")
+        for name, value in fields.items():
+            setattr(base, name, value)
+        base.embedding = vector
+        base.metadata = {**base.metadata, "source_type": "consolidated",
+                         "source_count": int(base.metadata.get("source_count", 0)) + len(merge.members)}
+        base.save()
+        return base
+    namespace, entity_id, window = loaded.items[merge.members[0]].scope
+    semantic = Memory.objects.create(
+        tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
+        memory_type="semantic", embedding=vector, created_at=timezone.now(),
+        metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields)
+    search_stats_add(memory_ids=[semantic.id])
+    return semantic
+
+
+def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[dict[str, Any]], *, created: bool) -> None:
+    data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
+            "source_ids": [str(r["id"]) for r in members]}
+    event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
+    event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
+
+
+# --- running -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run: ConsolidationRun
+    joined: bool  # True: another trigger's run did (or is doing) the work
+
+
+def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = False,
+                       progress: Progress | None = None) -> ConsolidationRun:
+    """Do the work of a claimed run and close it. A cluster whose sources another writer moved first is
+    skipped (its memories stay as they are); a lost lease stops the run without closing it."""
+    tenant = Tenant.objects.get(id=run.tenant_id)
+    started = time.perf_counter()
+    plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force)
+    planned = time.perf_counter()
+    vectors = embed_texts([m.text for m in plan.merges])
+    embedded = time.perf_counter()
+    counts = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0}
+    try:
+        for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
+            counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
+            if progress:
+                progress(done, len(plan.merges))
+    except LeaseLost:
+        return ConsolidationRun.objects.get(pk=run.id)
+    counts["timings"] = {"plan_s": round(planned - started, 3), "embed_s": round(embedded - planned, 3),
+                         "write_s": round(time.perf_counter() - embedded, 3), "candidate_pairs": plan.pairs}
+    run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED, counts=counts)
+    return ConsolidationRun.objects.get(pk=run.id)
+
+
+def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, merge: Merge,
+               vector: list[float] | None, counts: dict[str, Any]) -> dict[str, Any]:
+    try:
+        _write_merge(run=run, worker=worker, tenant_id=tenant_id, user_id=run.user_id, loaded=plan.loaded,
+                     merge=merge, vector=vector)
+    except TransitionRefused:
+        return counts  # another writer got there first: nothing of this cluster was written
+    return {**counts, "clusters": counts["clusters"] + 1, "merged": counts["merged"] + len(merge.members),
+            "created": counts["created"] + (merge.base is None)}
+
+
+def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,
+                       progress: Progress | None = None, wait_seconds: float = 3600) -> RunOutcome:
+    """Cluster one user in this process (CLI, admin): claim a run, or wait for the active one.
+
+    1. request a run; if the user's active run is a clustering run, wait for it and report it (joined);
+    2. if it is another kind (reflection), wait for it to end, then request again;
+    3. claim and execute.
+    """
+    deadline = time.monotonic() + wait_seconds
+    worker = worker_name()
+    while True:
+        run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger)
+        if not created and run.kind != RunKind.CLUSTERING:
+            run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
+            if time.monotonic() >= deadline:
+                return RunOutcome(run, True)
+            continue
+        # Ours, or a clustering run nobody is working on (pending, or its worker's lease expired).
+        claimed = run_start(run_id=run.id, worker=worker)
+        if claimed is not None:
+            return RunOutcome(clustering_execute(run=claimed, worker=worker, force=force, progress=progress), False)
+        return RunOutcome(run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic())), True)
+
+
+def clustering_dry_run(*, tenant_id: int, user_id: str, force: bool = False) -> Plan:
+    return clustering_plan(tenant=Tenant.objects.get(id=tenant_id), user_id=user_id, now=timezone.now(),
+                           force=force)

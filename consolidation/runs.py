@@ -1,0 +1,104 @@
+"""Run claims in PostgreSQL: one active clustering or reflection run per (tenant, user), with a lease.
+
+- `run_request` inserts a pending run; the partial unique constraint makes a concurrent second request
+  fail, and it gets the active run back instead (to join it, or to wait for it when it is of another kind).
+- `run_start` claims a run with a conditional UPDATE: pending, or running with an expired lease (the
+  worker that held it died). A redelivered task whose run is done, or held by a live worker, gets None.
+- `run_fence` renews the lease inside each write transaction and fails when another worker took the run
+  over, so a worker that lost its lease can never write twice.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from consolidation.events import event_emit
+from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunStatus
+
+LEASE = timedelta(minutes=5)
+
+
+class LeaseLost(Exception):
+    """Another worker took this run over after our lease expired; our writes must not land."""
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def active_run(*, tenant_id: int, user_id: str) -> ConsolidationRun | None:
+    return (ConsolidationRun.objects.filter(tenant_id=tenant_id, user_id=user_id, status__in=ACTIVE_STATUSES,
+                                            kind__in=["clustering", "reflection"]).first())
+
+
+def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity_id: str | None = None,
+                namespace: str | None = None) -> tuple[ConsolidationRun, bool]:
+    """A new pending run (True), or the user's active run that blocks it (False)."""
+    while True:
+        try:
+            with transaction.atomic():
+                run = ConsolidationRun.objects.create(tenant_id=tenant_id, user_id=user_id, kind=kind,
+                                                      trigger=trigger, entity_id=entity_id, namespace=namespace)
+            return run, True
+        except IntegrityError:
+            existing = active_run(tenant_id=tenant_id, user_id=user_id)
+            if existing is not None:
+                return existing, False
+            # The blocking run finished between our insert and our read: try again.
+
+
+def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) -> ConsolidationRun | None:
+    """Claim the run for `worker`; None when it is finished or a live worker holds it."""
+    now = now or timezone.now()
+    claimable = Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+    claimed = (ConsolidationRun.objects.filter(claimable, pk=run_id)
+               .update(status=RunStatus.RUNNING, worker=worker, lease_expires_at=now + LEASE, heartbeat_at=now))
+    if not claimed:
+        return None
+    ConsolidationRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+    return ConsolidationRun.objects.get(pk=run_id)
+
+
+def run_fence(*, run_id: uuid.UUID, worker: str) -> None:
+    """Renew the lease; call inside each write transaction so a lost lease aborts the write."""
+    now = timezone.now()
+    renewed = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+               .update(lease_expires_at=now + LEASE, heartbeat_at=now))
+    if not renewed:
+        raise LeaseLost(f"run {run_id} is no longer held by {worker}")
+
+
+def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
+               counts: dict[str, Any] | None = None) -> bool:
+    """Close the run (only its holder can); emits consolidation.run_completed after commit."""
+    with transaction.atomic():
+        finished = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+                    .update(status=status, error=error[:5000], finished_at=timezone.now(), lease_expires_at=None,
+                            **(counts or {})))
+        if finished:
+            run = ConsolidationRun.objects.get(pk=run_id)
+            event_emit(event="consolidation.run_completed", tenant_id=run.tenant_id, data={
+                "run_id": str(run.id), "kind": run.kind, "user_id": run.user_id, "status": status,
+                "clusters": run.clusters, "merged": run.merged, "created": run.created})
+    return bool(finished)
+
+
+def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25,
+             sleep: Callable[[float], None] = time.sleep) -> ConsolidationRun:
+    """The run once it is no longer active, or as it is when `timeout` runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = ConsolidationRun.objects.get(pk=run_id)
+        if run.status not in ACTIVE_STATUSES or time.monotonic() >= deadline:
+            return run
+        sleep(poll)

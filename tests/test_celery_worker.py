@@ -1,0 +1,70 @@
+"""A real Celery worker, through the embedded broker, runs the deferred-embedding task enqueued on commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.db import connection, transaction
+
+from zeromem import services
+from zeromem.models import Memory
+from zeromem.tasks import enqueue_on_commit, memories_embed_task
+
+
+@pytest.fixture
+def worker(settings, tmp_path):
+    # The worker must use the test database that pytest-django created, on the same server.
+    url = urlsplit(os.environ["DATABASE_URL"])
+    test_url = urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+    env = {**os.environ, "DATABASE_URL": test_url,
+           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash"}
+    log = tmp_path / "worker.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", "solo",
+                                    "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
+                                    "--without-mingle"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    process.log = log
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_until(condition, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_embeds_memories_stored_without_vectors(tenant, worker, settings):
+    settings.ZEROMEMORY_EMBEDDING_MODEL = "builtin:hash"
+    with transaction.atomic():
+        ids = services.memories_ingest(tenant_id=tenant.id, embed=False, items=[
+            services.MemoryInput(content=f"deferred memory {i}", user_id="u1") for i in range(5)]).ids
+        enqueue_on_commit(memories_embed_task, memory_ids=[str(i) for i in ids])
+    assert wait_until(lambda: not Memory.objects.filter(id__in=ids, embedding__isnull=True).exists()), (
+        worker.log.read_text())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_is_enqueued_for_a_rolled_back_transaction(tenant, settings):
+    from zeromem.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.client.delete("celery")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            enqueue_on_commit(memories_embed_task, memory_ids=["00000000-0000-0000-0000-000000000000"])
+            raise RuntimeError("roll back")
+        assert conn.default_channel.client.llen("celery") == 0

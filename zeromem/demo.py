@@ -1,0 +1,71 @@
+"""`make demo`: a guided tour on the embedded defaults. Ingests a real conversation and searches it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db.models import Count
+
+from zeromem import locomo, services
+from zeromem.models import Memory, Tenant
+from zeromem.selectors import MemoryFilter, memories_search
+
+SAMPLE = [  # used when ../shared/eval/locomo/ is absent
+    ("Ana", 1, "Ana: We decided to move the nightly ETL to 02:00 UTC because the warehouse is idle then."),
+    ("Ben", 1, "Ben: Good call. The billing-api timed out twice last week after 30 minutes of load."),
+    ("Ana", 1, "Ana: I prefer Postgres over MySQL for the new service, mostly for pgvector."),
+    ("Ben", 2, "Ben: The Redis cache hit its 512 MB limit again; I raised it to 1 GB."),
+    ("Ana", 2, "Ana: My daughter started pottery classes on Tuesdays, she made a bowl!"),
+    ("Ben", 2, "Ben: Reminder: the TLS certificate for api.example.com expires on 3 March."),
+]
+SAMPLE_QUESTIONS = ["When does the nightly ETL run?", "What is the Redis cache limit?",
+                    "Which database does Ana prefer?"]
+
+
+@dataclass(frozen=True)
+class DemoData:
+    user_id: str
+    items: list[services.MemoryInput]
+    questions: list[str]
+    source: str
+
+
+def demo_data() -> DemoData:
+    if locomo.available():
+        conversation = locomo.load()[0]
+        items = [services.MemoryInput(content=t.text, user_id="demo-user", entity_id=t.speaker,
+                                      session_id=f"session-{t.session}", role=t.speaker, created_at=t.at,
+                                      metadata={"dia_id": t.dia_id}) for t in conversation.turns]
+        return DemoData("demo-user", items, [q.question for q in conversation.questions[:4]],
+                        f"LoCoMo conversation {conversation.sample_id} ({len(items)} turns)")
+    day = datetime(2024, 3, 1, 9, tzinfo=UTC)
+    items = [services.MemoryInput(content=text, user_id="demo-user", entity_id=speaker, session_id=f"s{session}",
+                                  role=speaker, created_at=day.replace(day=session))
+             for speaker, session, text in SAMPLE]
+    return DemoData("demo-user", items, SAMPLE_QUESTIONS, "bundled sample conversation")
+
+
+def demo_run(*, say: Callable[[str], None]) -> Tenant:
+    tenant = services.tenant_get_or_create(name="demo")
+    _, secret = services.apikey_create(tenant=tenant, name="demo")
+    data = demo_data()
+    say(f"Ingesting {data.source} for user {data.user_id!r} …")
+    result = services.memories_ingest(tenant_id=tenant.id, items=data.items)
+    say(f"  stored {result.created} new memories ({result.deduplicated} already there), "
+        f"{result.embedded} embedded")
+    for question in data.questions:
+        say(f"\nQ: {question}")
+        for hit in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id=data.user_id), query=question,
+                                   top_k=3):
+            say(f"   {hit.score:.2f}  {hit.memory.content[:110]}")
+    counts = Memory.objects.filter(tenant=tenant).values("memory_type", "state").annotate(n=Count("id"))
+    say("\nStored for tenant 'demo': " + ", ".join(f"{c['n']} {c['memory_type']}/{c['state']}" for c in counts))
+    say(f"\nAPI key for tenant 'demo' (shown once): {secret}")
+    say("API:   python manage.py runserver, then http://127.0.0.1:8000/api/v1/public/memory/v2/docs\n"
+        "       curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\\n"
+        "            -d '{\"query\": \"pottery\", \"user_id\": \"demo-user\"}' "
+        "http://127.0.0.1:8000/api/v1/public/memory/v2/search\n"
+        "Admin: python manage.py createsuperuser, then http://127.0.0.1:8000/admin/")
+    return tenant
