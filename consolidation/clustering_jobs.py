@@ -9,7 +9,7 @@ to consolidated with a conditional UPDATE (a source another writer moved first a
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,22 +62,32 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool)
     loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
                               settings.ZEROMEMORY_EMBEDDING_DIM)
     groups, pairs = clustering.cluster(loaded.items, loaded.vectors, loaded.has_vector, clustering_params())
-    strength = {(p.a, p.b): p.strength for p in pairs}
+    links = _links_per_group(groups, pairs)
     plan = Plan(loaded=loaded, pairs=len(pairs))
-    for group in groups:
-        plan.merges += _merges_for(loaded, group, strength)
+    for number, group in enumerate(groups):
+        plan.merges += _merges_for(loaded, group, links[number])
     return plan
 
 
-def _merges_for(loaded: Loaded, group: list[int], strength: dict[tuple[int, int], float]) -> list[Merge]:
+def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
+    """The strengths of the candidate pairs inside each cluster (one pass over the pairs)."""
+    group_of = {member: number for number, group in enumerate(groups) for member in group}
+    links: dict[int, list[float]] = defaultdict(list)
+    for pair in pairs:
+        number = group_of.get(pair.a)
+        if number is not None and number == group_of.get(pair.b):
+            links[number].append(pair.strength)
+    return links
+
+
+def _merges_for(loaded: Loaded, group: list[int], links: list[float]) -> list[Merge]:
     semantic = [i for i in group if loaded.rows[i]["memory_type"] == "semantic"]
     base = semantic[0] if semantic else None
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
     chunks = merge_texts([loaded.rows[i]["content"] for i in ordered], limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
-    links = [s for (a, b), s in strength.items() if a in group and b in group]
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
     return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
-            if len(chunk.members) >= 2 or (n == 0 and base is not None and len(chunk.members) >= 2)]
+            if len(chunk.members) >= 2]
 
 
 def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:

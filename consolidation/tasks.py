@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from celery import shared_task
 from django.utils import timezone
@@ -23,14 +24,18 @@ def clustering_trigger(*, tenant_id: int, user_id: str, trigger: str) -> tuple[u
     return run.id, created
 
 
+def clustering_trigger_users(*, users: Iterable[tuple[int, str]], trigger: str) -> tuple[int, int]:
+    """Trigger clustering for each (tenant, user); returns (runs created, users that already had one)."""
+    created = [clustering_trigger(tenant_id=t, user_id=u, trigger=trigger)[1] for t, u in users]
+    return sum(created), len(created) - sum(created)
+
+
 @shared_task(name="consolidation.clustering_fan_out", soft_time_limit=1800, time_limit=1900, expires=3 * 3600,
              **TASK_OPTIONS)
 def clustering_fan_out_task() -> int:
     """Daily (03:30 UTC): one clustering run per (tenant, user) with eligible memories."""
-    pairs = users_with_eligible_memories(now=timezone.now())
-    for tenant_id, user_id in pairs:
-        clustering_trigger(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.BEAT)
-    return len(pairs)
+    return clustering_trigger_users(users=users_with_eligible_memories(now=timezone.now()),
+                                    trigger=RunTrigger.BEAT)[0]
 
 
 # The hard limit stays below the broker's visibility timeout (settings) so a running task is never

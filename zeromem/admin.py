@@ -98,8 +98,18 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_embedding(self, memory: Memory) -> bool:
         return memory.embedding is not None
 
+    actions = ["run_clustering_now"]
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories arrive through the API
+
+    @admin.action(description="Run clustering now (for the users of the selected memories)")
+    def run_clustering_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        from consolidation.tasks import clustering_trigger_users
+
+        started, joined = clustering_trigger_users(users=queryset.values_list("tenant_id", "user_id").distinct(),
+                                                   trigger="admin")
+        self.message_user(request, f"Clustering queued for {started} user(s); {joined} already had an active run.")
 
 
 @admin.register(MemoryRelation)

@@ -18,10 +18,46 @@ class Command(BaseCommand):
         ingest.add_argument("--prefill", type=int, default=10_000, help="rows already in the indexed table")
         ingest.add_argument("--batch", type=int, default=500)
         ingest.add_argument("--json", action="store_true")
+        clustering = sub.add_parser("clustering", help="the clustering core on planted clusters, and the whole job")
+        clustering.add_argument("--sizes", default="1000,10000,100000")
+        clustering.add_argument("--all-pairs", default="1000,5000")
+        clustering.add_argument("--full-job", type=int, default=10_000)
+        clustering.add_argument("--recall-n", type=int, default=10_000)
+        clustering.add_argument("--json", action="store_true")
+        calibrate = sub.add_parser("calibrate", help="cosine scores of the embedder on same-fact/related/unrelated "
+                                                     "pairs against the clustering floor")
+        calibrate.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "ingest":
             self._ingest(options)
+        elif which == "clustering":
+            self._clustering(options)
+        elif which == "calibrate":
+            self._calibrate(options)
+
+    def _calibrate(self, options: dict[str, Any]) -> None:
+        from django.conf import settings
+
+        from consolidation.bench import calibrate
+
+        result = calibrate(floor=settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR)
+        for group in ("same_fact", "related", "unrelated"):
+            row = result[group]
+            self.stderr.write(f"{group:>10}: min {row['min']:.3f}  median {row['median']:.3f}  max {row['max']:.3f}  "
+                              f"{row['above_floor']}/{row['pairs']} at or above the floor {result['floor']}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _clustering(self, options: dict[str, Any]) -> None:
+        from consolidation.bench import bench_clustering
+        from consolidation.clustering_jobs import clustering_params
+
+        result = bench_clustering(sizes=_ints(options["sizes"]), all_pairs_sizes=_ints(options["all_pairs"]),
+                                  full_job_n=options["full_job"], recall_n=options["recall_n"],
+                                  params=clustering_params(), say=self.stderr.write)
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _ingest(self, options: dict[str, Any]) -> None:
         from zeromem.bench.ingest import bench_ingest
@@ -41,3 +77,7 @@ class Command(BaseCommand):
                           f"{result['embedder_per_second']}/s; ratio {result['ratio']}")
         if options["json"]:
             self.stdout.write(json.dumps(result))
+
+
+def _ints(csv: str) -> list[int]:
+    return [int(x) for x in csv.split(",") if x.strip()]
