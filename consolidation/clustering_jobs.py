@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from consolidation import clustering
 from consolidation.events import event_emit
-from consolidation.extractive import Chunk, merge_texts
+from consolidation.extractive import Chunk, Member, merge_cluster
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, run_fence, run_finish, run_request, run_start, run_wait, worker_name
 from consolidation.selectors import Loaded, clustering_input, clustering_queryset
@@ -61,11 +61,14 @@ class Merge:
 def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> Plan:
     loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
                               settings.ZEROMEMORY_EMBEDDING_DIM)
-    groups, pairs = clustering.cluster(loaded.items, loaded.vectors, loaded.has_vector, clustering_params())
+    params = clustering_params()
+    groups, pairs = clustering.cluster(loaded.items, loaded.vectors, loaded.has_vector, params)
     links = _links_per_group(groups, pairs)
+    # Hub entities (the people talking, "prod") are no detail worth keeping a sentence for.
+    common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
     plan = Plan(loaded=loaded, pairs=len(pairs))
     for number, group in enumerate(groups):
-        plan.merges += _merges_for(loaded, group, links[number])
+        plan.merges += _merges_for(loaded, group, links[number], common)
     return plan
 
 
@@ -80,11 +83,12 @@ def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) 
     return links
 
 
-def _merges_for(loaded: Loaded, group: list[int], links: list[float]) -> list[Merge]:
+def _merges_for(loaded: Loaded, group: list[int], links: list[float], common: frozenset[str]) -> list[Merge]:
     semantic = [i for i in group if loaded.rows[i]["memory_type"] == "semantic"]
     base = semantic[0] if semantic else None
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    chunks = merge_texts([loaded.rows[i]["content"] for i in ordered], limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
+    chunks = merge_cluster([Member(loaded.rows[i]["content"], loaded.rows[i]["created_at"].date()) for i in ordered],
+                           limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
     return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
             if len(chunk.members) >= 2]

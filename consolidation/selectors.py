@@ -72,7 +72,7 @@ FIELDS = ("id", "namespace", "entity_id", "window", "entities", "kind", "memory_
 
 
 def clustering_input(queryset: QuerySet[Memory], dimension: int) -> Loaded:
-    rows = list(queryset.order_by("created_at", "id").values(*FIELDS))
+    rows = list(queryset.order_by("created_at", "content_hash", "id").values(*FIELDS))  # reproducible order
     has_vector = [row["embedding"] is not None for row in rows]
     vectors = np.zeros((len(rows), dimension), dtype=np.float32)
     for index, row in enumerate(rows):

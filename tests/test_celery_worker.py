@@ -68,3 +68,26 @@ def test_nothing_is_enqueued_for_a_rolled_back_transaction(tenant, settings):
             enqueue_on_commit(memories_embed_task, memory_ids=["00000000-0000-0000-0000-000000000000"])
             raise RuntimeError("roll back")
         assert conn.default_channel.client.llen("celery") == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_starts_with_the_database_scheduler(tmp_path):
+    from django.core.management import call_command
+
+    call_command("setup_periodic_tasks")
+    url = urlsplit(os.environ["DATABASE_URL"])
+    env = {**os.environ, "DATABASE_URL": urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))}
+    log = tmp_path / "beat.log"
+    with log.open("wb") as out:
+        beat = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "beat", "--loglevel", "INFO",
+                                 "--schedule", str(tmp_path / "beat-schedule")], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        assert wait_until(lambda: b"DatabaseScheduler: Schedule changed" in log.read_bytes()
+                          or b"Writing entries" in log.read_bytes() or b"beat: Starting" in log.read_bytes(), 60)
+        time.sleep(2)
+        assert beat.poll() is None, log.read_text()
+        assert b"Traceback" not in log.read_bytes()
+    finally:
+        beat.terminate()
+        beat.wait(timeout=20)

@@ -207,3 +207,17 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant):
     assert_nothing_lost_or_duplicated(tenant)
     assert ConsolidationRun.objects.filter(tenant=tenant, kind="clustering").count() == 1
     assert sum("(joined)" in output for output in outputs) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, settings):
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 200
+    for i in range(10):
+        add(tenant, f"Migration step {i}: moved table t{i} with {i * 1000} rows from the billing-api Redis cache.")
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
+    semantic = Memory.objects.filter(tenant=tenant, memory_type="semantic")
+    assert run.merged == 10 and semantic.count() > 1
+    assert all(len(m.content) <= 200 for m in semantic)
+    assert_nothing_lost_or_duplicated(tenant)
+    text = " ".join(semantic.values_list("content", flat=True))
+    assert all(f"{i * 1000} rows" in text for i in range(10))

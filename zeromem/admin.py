@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from zeromem import services
-from zeromem.models import ApiKey, Memory, MemoryRelation, MemorySource, Tenant
+from zeromem.models import ApiKey, IdempotencyKey, Memory, MemoryRelation, MemorySource, Tenant
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -117,3 +117,11 @@ class MemoryRelationAdmin(admin.ModelAdmin):
     list_display = ("relation_type", "from_memory", "to_memory", "flagged", "score", "created_at")
     list_filter = ("relation_type", "flagged", "tenant")
     raw_id_fields = ("from_memory", "to_memory")
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(admin.ModelAdmin):
+    list_display = ("key", "tenant", "created_at")
+    list_filter = ("tenant",)
+    search_fields = ("key",)
+    readonly_fields = ("tenant", "key", "request_hash", "response", "created_at")

@@ -52,7 +52,8 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
     _, secret = services.apikey_create(tenant=tenant, name="demo")
     data = demo_data()
     say(f"Ingesting {data.source} for user {data.user_id!r} …")
-    result = services.memories_ingest(tenant_id=tenant.id, items=data.items)
+    batches = (data.items[i:i + 200] for i in range(0, len(data.items), 200))
+    result = services.memories_import(tenant_id=tenant.id, batches=batches)
     say(f"  stored {result.created} new memories ({result.deduplicated} already there), "
         f"{result.embedded} embedded")
     for question in data.questions:
@@ -60,6 +61,7 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
         for hit in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id=data.user_id), query=question,
                                    top_k=3):
             say(f"   {hit.score:.2f}  {hit.memory.content[:110]}")
+    demo_clustering(tenant=tenant, user_id=data.user_id, say=say)
     counts = Memory.objects.filter(tenant=tenant).values("memory_type", "state").annotate(n=Count("id"))
     say("\nStored for tenant 'demo': " + ", ".join(f"{c['n']} {c['memory_type']}/{c['state']}" for c in counts))
     say(f"\nAPI key for tenant 'demo' (shown once): {secret}")
@@ -69,3 +71,19 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
         "http://127.0.0.1:8000/api/v1/public/memory/v2/search\n"
         "Admin: python manage.py createsuperuser, then http://127.0.0.1:8000/admin/")
     return tenant
+
+
+def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None]) -> None:
+    """Cluster the demo user (forced: the conversation is history) and show a few merges with their sources."""
+    from consolidation.clustering_jobs import clustering_run_now
+
+    active = Memory.objects.filter(tenant=tenant, user_id=user_id, state="raw")
+    before = active.count()
+    run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
+    say(f"\nClustering ({run.status}): active memories {before} → {active.count()}; {run.merged} memories merged "
+        f"into {run.created} new semantic memories ({run.clusters} merges)")
+    for semantic in Memory.objects.filter(tenant=tenant, user_id=user_id, memory_type="semantic",
+                                          source_links__isnull=False).distinct().order_by("created_at")[:3]:
+        say(f"\n  semantic: {semantic.content}")
+        for link in semantic.source_links.select_related("source")[:5]:
+            say(f"    ← {link.source.content[:110] if link.source else '(deleted)'}")

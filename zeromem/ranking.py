@@ -42,20 +42,20 @@ def idf(doc_freq: int, doc_count: int) -> float:
     return math.log(1.0 + (doc_count - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
-def bm25(candidate: Candidate, stats: CorpusStats) -> float:
+def bm25(candidate: Candidate, stats: CorpusStats, *, k1: float = K1, b: float = B) -> float:
     avg = stats.avg_length or 1.0
-    norm = K1 * (1 - B + B * candidate.length / avg)
+    norm = k1 * (1 - b + b * candidate.length / avg)
     total = 0.0
     for term, tf in candidate.term_freqs.items():
         if tf > 0:
-            total += idf(stats.doc_freqs.get(term, 0), max(stats.doc_count, 1)) * tf * (K1 + 1) / (tf + norm)
+            total += idf(stats.doc_freqs.get(term, 0), max(stats.doc_count, 1)) * tf * (k1 + 1) / (tf + norm)
     return total
 
 
-def fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, vector_weight: float,
-         top_k: int) -> list[Ranked]:
+def fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, vector_weight: float, top_k: int,
+         length_norm: float = B) -> list[Ranked]:
     """Max-normalised BM25 and cosine, mixed by `vector_weight`; best first, ties broken by id."""
-    raw = [bm25(c, stats) for c in candidates]
+    raw = [bm25(c, stats, b=length_norm) for c in candidates]
     top = max(raw, default=0.0) or 1.0
     ranked = [
         Ranked(id=c.id, bm25=s, cosine=c.cosine,

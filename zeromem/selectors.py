@@ -168,7 +168,8 @@ def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10) -> list
     if not ids:
         return []
     ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
-                  vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k)
+                  vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
+                  length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
     return _hits(ranked)
 
 

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from zeromem import locomo
+
+
+class Command(BaseCommand):
+    help = ("Quality measured on ../shared/eval (own throwaway database). `evaluate locomo`: retrieval before "
+            "and after clustering. With --json the last stdout line is one JSON object.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="which", required=True)
+        run = sub.add_parser("locomo", help="store size and retrieval before/after clustering on LoCoMo")
+        run.add_argument("--path", default=str(locomo.DEFAULT_PATH))
+        run.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
+        run.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, which: str, **options: Any) -> None:
+        if which == "locomo":
+            self._locomo(options)
+
+    def _locomo(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from consolidation.clustering_jobs import clustering_run_now
+        from zeromem.evaluation import CATEGORIES, evaluate_locomo
+
+        path = Path(options["path"])
+        if not locomo.available(path):
+            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
+        conversations = locomo.load(path)[: options["conversations"] or None]
+        bars: dict[str, tqdm] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in bars:
+                bars[phase] = tqdm(total=total, desc=phase, unit="", file=self.stderr._out, leave=False)
+            bars[phase].update(done)
+
+        result = evaluate_locomo(
+            conversations=conversations, progress=progress,
+            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
+                                                                  trigger="cli", force=True))
+        for bar in bars.values():
+            bar.close()
+        self._table(result, CATEGORIES)
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _table(self, result: dict[str, Any], categories: dict[int, str]) -> None:
+        write = self.stderr.write
+        write(f"active memories {result['active_before']} → {result['active_after']} "
+              f"(× {result['active_ratio']}); characters {result['chars_before']} → {result['chars_after']} "
+              f"(× {result['chars_ratio']}); {result['memories_per_cluster']} memories per cluster")
+        write(f"{'':14}{'recall@5':>18}{'recall@10':>18}{'recall@25':>18}{'budget recall':>18}{'answer hit':>18}")
+        rows = [("all", result)] + [(name, result["by_category"].get(name, {})) for name in categories.values()]
+        for name, row in rows:
+            cells = []
+            for key in ("recall_at_5", "recall_at_10", "recall_at_25", "budget_recall", "answer_hit"):
+                before, after = row.get(f"{key}_before"), row.get(f"{key}_after")
+                cells.append(f"{before:.3f} → {after:.3f}" if before is not None else "")
+            write(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
+        write(f"{result['questions']} questions, {result['seconds']} s")
