@@ -10,6 +10,17 @@ from zeromem import services
 from zeromem.models import Tenant
 
 
+def subprocess_database_url() -> str:
+    """DATABASE_URL pointing at the test database pytest-django created, for subprocesses (worker, beat, CLI)."""
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    from django.db import connection
+
+    url = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+
+
 @pytest.fixture
 def hash_embedder(settings: Any) -> None:
     """Meaning-free deterministic vectors: for tests where semantics do not matter."""

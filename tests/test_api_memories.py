@@ -138,3 +138,10 @@ def test_requests_without_a_valid_key_are_401(anonymous_api):
     assert anonymous_api.get("/memories").status_code == 401
     bad = anonymous_api.client.get(anonymous_api.base + "/memories", headers={"Authorization": "Bearer zm_x_y"})
     assert bad.status_code == 401 and json.loads(bad.content)["error"]["code"] == "unauthorized"
+
+
+def test_a_used_key_records_when_it_was_last_used(api, tenant):
+    from zeromem.models import ApiKey
+
+    assert api.get("/memories").status_code == 200
+    assert ApiKey.objects.get(tenant=tenant).last_used_at is not None

@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 import time
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
+from tests.conftest import subprocess_database_url
 from zeromem import services
 from zeromem.models import Memory
 from zeromem.tasks import enqueue_on_commit, memories_embed_task
@@ -18,10 +18,7 @@ from zeromem.tasks import enqueue_on_commit, memories_embed_task
 
 @pytest.fixture
 def worker(settings, tmp_path):
-    # The worker must use the test database that pytest-django created, on the same server.
-    url = urlsplit(os.environ["DATABASE_URL"])
-    test_url = urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
-    env = {**os.environ, "DATABASE_URL": test_url,
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
            "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash"}
     log = tmp_path / "worker.log"
     with log.open("wb") as stderr:
@@ -75,8 +72,7 @@ def test_beat_starts_with_the_database_scheduler(tmp_path):
     from django.core.management import call_command
 
     call_command("setup_periodic_tasks")
-    url = urlsplit(os.environ["DATABASE_URL"])
-    env = {**os.environ, "DATABASE_URL": urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))}
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
     log = tmp_path / "beat.log"
     with log.open("wb") as out:
         beat = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "beat", "--loglevel", "INFO",

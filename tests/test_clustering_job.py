@@ -6,16 +6,16 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_run_now
 from consolidation.events import memory_event
 from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import LeaseLost, run_fence, run_request, run_start
+from tests.conftest import subprocess_database_url
 from zeromem import services
 from zeromem.models import Memory, MemorySource
 
@@ -194,8 +194,7 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant):
     for topic in range(15):
         for i in range(3):
             add(tenant, f"Topic {topic}: note {i}.", entities=(f"svc-{topic}", f"db-{topic}"))
-    url = urlsplit(os.environ["DATABASE_URL"])
-    env = {**os.environ, "DATABASE_URL": urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"])),
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
            "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99"}  # entities only
     command = [sys.executable, "manage.py", "consolidate", "--tenant", tenant.name, "--user", "u1", "--force"]
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -26,7 +26,10 @@ from zeromem.tasks import enqueue_on_commit, memories_embed_task
 
 class ApiKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        return selectors.apikey_authenticate(secret=token)
+        key = selectors.apikey_authenticate(secret=token)
+        if key is not None:
+            services.apikey_touch(key=key)
+        return key
 
 
 api = NinjaAPI(title="zeromem", version="2", urls_namespace="memory_v2", auth=ApiKeyAuth())

@@ -18,7 +18,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -255,6 +257,7 @@ def services_for_command(argv: list[str]) -> Iterator[bool]:
         running.export()
         yield command not in NO_MIGRATE_COMMANDS
         return
+    exit_on_sigterm()
     urls = services.start()
     urls.export()
     try:
@@ -263,9 +266,17 @@ def services_for_command(argv: list[str]) -> Iterator[bool]:
         services.stop()
 
 
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so the `finally` that stops our services runs (a plain SIGTERM would skip
+    it and leave PostgreSQL and Valkey running)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 @contextlib.contextmanager
 def throwaway_services() -> Iterator[ServiceUrls]:
     """Services on a fresh temporary data dir and broker port, removed on exit (tests, benchmarks)."""
+    exit_on_sigterm()
     var_dir = Path(tempfile.mkdtemp(prefix="zm-", dir=_short_tmp()))
     services = EmbeddedServices(var_dir, valkey_port=free_port())
     try:

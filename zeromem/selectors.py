@@ -13,7 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
-from django.utils import timezone
 
 from zeromem.embeddings import embed_query
 from zeromem.models import ApiKey, Memory, MemorySource, TermStat, UserSearchStats
@@ -228,8 +227,4 @@ def apikey_authenticate(*, secret: str) -> ApiKey | None:
     key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
     if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
         return None
-    # Recorded at most once a minute per key: no write on every request.
-    now = timezone.now()
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
-        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     return key

@@ -268,6 +268,13 @@ def apikey_issue(*, key: ApiKey) -> str:
     return secret
 
 
+def apikey_touch(*, key: ApiKey) -> None:
+    """Record use at most once a minute per key: no write on every request."""
+    now = timezone.now()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+
+
 def apikey_revoke(*, key: ApiKey) -> None:
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
