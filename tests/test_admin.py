@@ -63,3 +63,25 @@ def test_run_clustering_now_queues_one_run_per_user(staff, tenant, django_captur
     assert b"Clustering queued for 2 user(s)" in response.content
     assert ConsolidationRun.objects.filter(kind="clustering", status="pending", trigger="admin").count() == 2
     assert len(callbacks) == 2  # one task per run, sent after commit
+
+
+@pytest.mark.usefixtures("hash_embedder")
+@pytest.mark.django_db(transaction=True)
+def test_the_unmerge_action_undoes_a_merge_and_reports_refusals(tenant):
+    from consolidation.clustering_jobs import clustering_run_now
+
+    user = User.objects.create_superuser("ops2", "ops2@example.com", "pw")
+    client = Client()
+    client.force_login(user)
+    old = timezone.now() - timedelta(days=3)
+    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
+        content=f"billing-api Redis incident {i}", user_id="u1", entities=["Redis", "billing-api"],
+        created_at=old) for i in range(2)])
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    semantic = Memory.objects.get(memory_type="semantic")
+    episode = Memory.objects.filter(memory_type="episodic").first()
+    response = client.post("/admin/zeromem/memory/", {"action": "unmerge",
+                                                      "_selected_action": [str(semantic.id), str(episode.id)]},
+                           follow=True)
+    assert b"1 memory(ies) unmerged" in response.content and b"Refused" in response.content
+    assert set(Memory.objects.filter(memory_type="episodic").values_list("state", flat=True)) == {"raw"}

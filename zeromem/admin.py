@@ -98,7 +98,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_embedding(self, memory: Memory) -> bool:
         return memory.embedding is not None
 
-    actions = ["run_clustering_now"]
+    actions = ["run_clustering_now", "unmerge", "restore"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories arrive through the API
@@ -110,6 +110,34 @@ class MemoryAdmin(admin.ModelAdmin):
         started, joined = clustering_trigger_users(users=queryset.values_list("tenant_id", "user_id").distinct(),
                                                    trigger="admin")
         self.message_user(request, f"Clustering queued for {started} user(s); {joined} already had an active run.")
+
+    @admin.action(description="Unmerge selected semantic memories (sources back to raw)")
+    def unmerge(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        from consolidation.undo import memory_unmerge
+
+        self._undo(request, queryset, lambda m: memory_unmerge(tenant_id=m.tenant_id, semantic_id=m.id,
+                                                                actor=f"admin:{request.user}"), "unmerged")
+
+    @admin.action(description="Restore selected archived memories")
+    def restore(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        from consolidation.undo import memory_restore
+
+        self._undo(request, queryset, lambda m: memory_restore(tenant_id=m.tenant_id, memory_id=m.id,
+                                                                actor=f"admin:{request.user}"), "restored")
+
+    def _undo(self, request: HttpRequest, queryset: QuerySet[Memory], undo: Any, done: str) -> None:
+        from zeromem.transitions import TransitionRefused
+
+        count, refusals = 0, []
+        for memory in queryset:
+            try:
+                undo(memory)
+                count += 1
+            except TransitionRefused as exc:
+                refusals.append(f"{memory.id}: {exc}")
+        self.message_user(request, f"{count} memory(ies) {done}.")
+        for refusal in refusals:
+            self.message_user(request, f"Refused — {refusal}", messages.ERROR)
 
 
 @admin.register(MemoryRelation)
@@ -125,3 +153,4 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     list_filter = ("tenant",)
     search_fields = ("key",)
     readonly_fields = ("tenant", "key", "request_hash", "response", "created_at")
+

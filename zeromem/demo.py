@@ -15,6 +15,7 @@ from zeromem.selectors import MemoryFilter, memories_search
 SAMPLE = [  # used when ../shared/eval/locomo/ is absent
     ("Ana", 1, "Ana: We decided to move the nightly ETL to 02:00 UTC because the warehouse is idle then."),
     ("Ben", 1, "Ben: Good call. The billing-api timed out twice last week after 30 minutes of load."),
+    ("Ben", 1, "Ben: Those billing-api timeouts came from the Redis cache running out of memory at 512 MB."),
     ("Ana", 1, "Ana: I prefer Postgres over MySQL for the new service, mostly for pgvector."),
     ("Ben", 2, "Ben: The Redis cache hit its 512 MB limit again; I raised it to 1 GB."),
     ("Ana", 2, "Ana: My daughter started pottery classes on Tuesdays, she made a bowl!"),

@@ -97,6 +97,9 @@ class MiniLMEmbedder:
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # No busy-waiting between runs: the cores are shared with the database writes that bulk imports
+            # overlap with embedding (zeromem.services.memories_import).
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             self._session = ort.InferenceSession(str(model_path), sess_options=options,
                                                  providers=["CPUExecutionProvider"])
             self._tokenizer = tokenizer
