@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation import clustering
+from consolidation.contradictions import COMPATIBLE, SUPERSEDE, Verdict, judge_texts
 from consolidation.events import event_emit
 from consolidation.extractive import Chunk, Member, merge_cluster
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
@@ -27,7 +28,7 @@ from consolidation.runs import LeaseLost, run_fence, run_finish, run_request, ru
 from consolidation.selectors import Loaded, clustering_input, clustering_queryset
 from consolidation.services import ledger_write, memory_transition
 from zeromem.embeddings import embed_texts
-from zeromem.models import Memory, MemorySource, Tenant
+from zeromem.models import Memory, MemoryRelation, MemorySource, Tenant
 from zeromem.services import content_hash, search_stats_add
 from zeromem.transitions import TransitionRefused
 
@@ -43,11 +44,20 @@ def clustering_params() -> clustering.Params:
 
 @dataclass
 class Plan:
-    """What a run would write: one entry per merged text (a cluster too long for one text gives several)."""
+    """What a run would write: supersedes and flagged contradictions first, then one entry per merged text
+    (a cluster too long for one text gives several)."""
 
     loaded: Loaded
     merges: list[Merge] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
     pairs: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    older: int
+    newer: int
+    verdict: Verdict
 
 
 @dataclass
@@ -62,14 +72,46 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool)
     loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
                               settings.ZEROMEMORY_EMBEDDING_DIM)
     params = clustering_params()
-    groups, pairs = clustering.cluster(loaded.items, loaded.vectors, loaded.has_vector, params)
-    links = _links_per_group(groups, pairs)
-    # Hub entities (the people talking, "prod") are no detail worth keeping a sentence for.
+    # Hub entities (the people talking, "prod") are no detail worth keeping a sentence for, and no subject
+    # two statements share.
+    pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
-    plan = Plan(loaded=loaded, pairs=len(pairs))
+    decisions = contradiction_decisions(loaded, pairs, common)
+    # A superseded statement is archived, not folded. A flagged pair may still merge: the extractive text keeps
+    # both values, and the contradicts relation points the operator at the two statements.
+    superseded = {d.older for d in decisions if d.verdict.kind == SUPERSEDE}
+    linked = [p for p in pairs if p.a not in superseded and p.b not in superseded]
+    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster)
+    links = _links_per_group(groups, linked)
+    plan = Plan(loaded=loaded, pairs=len(pairs), decisions=decisions)
     for number, group in enumerate(groups):
         plan.merges += _merges_for(loaded, group, links[number], common)
     return plan
+
+
+def contradiction_decisions(loaded: Loaded, pairs: Sequence[clustering.Pair],
+                            common: frozenset[str]) -> list[Decision]:
+    """Judge each candidate pair of episodes (older first); each statement is superseded at most once, by its
+    newest contradicting successor."""
+    decisions = []
+    for pair in pairs:
+        if any(loaded.rows[i]["memory_type"] == "semantic" for i in (pair.a, pair.b)):
+            continue
+        older, newer = sorted((pair.a, pair.b), key=lambda i: (loaded.rows[i]["created_at"], i))
+        verdict = judge_texts(loaded.rows[older]["content"], loaded.rows[older]["created_at"],
+                              loaded.rows[newer]["content"], loaded.rows[newer]["created_at"], common)
+        if verdict.kind != COMPATIBLE:
+            decisions.append(Decision(older, newer, verdict))
+    decisions.sort(key=lambda d: loaded.rows[d.newer]["created_at"], reverse=True)
+    superseded: set[int] = set()
+    unique = []
+    for decision in decisions:
+        if decision.verdict.kind == SUPERSEDE:
+            if decision.older in superseded:
+                continue
+            superseded.add(decision.older)
+        unique.append(decision)
+    return unique
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
@@ -163,6 +205,38 @@ def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge,
     return semantic
 
 
+def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
+                    decision: Decision) -> bool:
+    """A supersede (older archived, `superseded_by`, `valid_to`, a supersedes relation, `memory.superseded`) or a
+    flagged contradiction (a contradicts relation for review), with a ledger row holding the evidence."""
+    older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
+    evidence = {"older": {"id": str(older["id"]), "content": older["content"], "at": older["created_at"].isoformat()},
+                "newer": {"id": str(newer["id"]), "content": newer["content"], "at": newer["created_at"].isoformat()}}
+    supersede = decision.verdict.kind == SUPERSEDE
+    with transaction.atomic():
+        run_fence(run_id=run.id, worker=worker)
+        if supersede:
+            memory_transition(tenant_id=tenant_id, memory_ids=[older["id"]], operation="supersede",
+                              actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
+            Memory.objects.filter(id=older["id"]).update(superseded_by_id=newer["id"], valid_to=newer["created_at"])
+        _, created = MemoryRelation.objects.get_or_create(
+            tenant_id=tenant_id, from_memory_id=newer["id"], to_memory_id=older["id"],
+            relation_type="supersedes" if supersede else "contradicts",
+            defaults={"flagged": not supersede, "score": decision.verdict.overlap,
+                      "metadata": {"reason": decision.verdict.reason}})
+        if not created:
+            return False
+        ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
+                     actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
+                     memory_ids=[older["id"], newer["id"]], inputs=evidence, reason=decision.verdict.reason,
+                     scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
+        if supersede:
+            event_emit(event="memory.superseded", tenant_id=tenant_id,
+                       data={"memory_id": str(older["id"]), "superseded_by": str(newer["id"]),
+                             "reason": decision.verdict.reason})
+    return supersede
+
+
 def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[dict[str, Any]], *, created: bool) -> None:
     data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
             "source_ids": [str(r["id"]) for r in members]}
@@ -188,8 +262,10 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     planned = time.perf_counter()
     vectors = embed_texts([m.text for m in plan.merges])
     embedded = time.perf_counter()
-    counts = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0}
+    counts = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0, "superseded": 0}
     try:
+        for decision in plan.decisions:
+            counts["superseded"] += _decide_one(run, worker, tenant.id, plan, decision)
         for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
             counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
             if progress:
@@ -200,6 +276,14 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                          "write_s": round(time.perf_counter() - embedded, 3), "candidate_pairs": plan.pairs}
     run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED, counts=counts)
     return ConsolidationRun.objects.get(pk=run.id)
+
+
+def _decide_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, decision: Decision) -> int:
+    try:
+        return int(_write_decision(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded,
+                                   decision=decision))
+    except TransitionRefused:
+        return 0  # another writer moved the older statement first
 
 
 def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, merge: Merge,

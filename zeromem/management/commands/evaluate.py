@@ -19,10 +19,41 @@ class Command(BaseCommand):
         run.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         run.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
         run.add_argument("--json", action="store_true")
+        updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
+        updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
+        updates.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "locomo":
             self._locomo(options)
+        elif which == "updates":
+            self._updates(options)
+
+    def _updates(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from consolidation.clustering_jobs import clustering_run_now
+        from zeromem.evaluation_updates import DEFAULT_PATH, evaluate_updates, load_cases
+
+        path = Path(options["path"]) if options["path"] else DEFAULT_PATH
+        if not path.is_file():
+            raise CommandError(f"knowledge-update cases not found at {path} (they live in ../shared/eval/)")
+
+        def report(result: Any) -> None:
+            self.stderr.write(f"{'PASS' if result.passed else 'FAIL'} {result.id:>8} expect={result.expect:<9} "
+                              f"current_above_stale={result.current_above_stale!s:<5} "
+                              f"stale_superseded={result.stale_superseded!s:<5} "
+                              f"any_superseded={result.superseded_any}")
+
+        result = evaluate_updates(
+            cases=load_cases(path), report=report,
+            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
+                                                                  trigger="cli"))
+        self.stderr.write(f"supersede cases: {result['cases']}, current above stale: {result['current_above_stale']}, "
+                          f"stale superseded: {result['stale_superseded']}; keep cases: {result['keep_cases']}, "
+                          f"false supersedes: {result['false_supersedes']}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _locomo(self, options: dict[str, Any]) -> None:
         from pathlib import Path
