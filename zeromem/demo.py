@@ -82,7 +82,9 @@ def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None])
     before = active.count()
     run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
     say(f"\nClustering ({run.status}): active memories {before} → {active.count()}; {run.merged} memories merged "
-        f"into {run.created} new semantic memories ({run.clusters} merges)")
+        f"into {run.created} new semantic memories ({run.clusters} merges); {run.superseded} superseded")
+    for stale in Memory.objects.filter(tenant=tenant, user_id=user_id, superseded_by__isnull=False)[:3]:
+        say(f"  superseded: {stale.content[:100]}\n          by: {stale.superseded_by.content[:100]}")
     for semantic in Memory.objects.filter(tenant=tenant, user_id=user_id, memory_type="semantic",
                                           source_links__isnull=False).distinct().order_by("created_at")[:3]:
         say(f"\n  semantic: {semantic.content}")
