@@ -22,6 +22,21 @@ def subprocess_database_url() -> str:
 
 
 @pytest.fixture
+def events() -> Iterator[list[dict[str, Any]]]:
+    """Every event payload sent (after commit) while the test runs."""
+    from consolidation.events import memory_event
+
+    seen: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
+        seen.append(payload)
+
+    memory_event.connect(receiver)
+    yield seen
+    memory_event.disconnect(receiver)
+
+
+@pytest.fixture
 def hash_embedder(settings: Any) -> None:
     """Meaning-free deterministic vectors: for tests where semantics do not matter."""
     settings.ZEROMEMORY_EMBEDDING_MODEL = "builtin:hash"

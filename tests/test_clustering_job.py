@@ -12,7 +12,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_run_now
-from consolidation.events import memory_event
 from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import LeaseLost, run_fence, run_request, run_start
 from tests.conftest import subprocess_database_url
@@ -29,18 +28,6 @@ def add(tenant, content, *, entities=("Redis", "billing-api"), session="s1", cre
     item = services.MemoryInput(content=content, user_id=user, session_id=session, entities=list(entities),
                                 created_at=created_at, **extra)
     return services.memories_ingest(tenant_id=tenant.id, items=[item]).ids[0]
-
-
-@pytest.fixture
-def events():
-    seen = []
-
-    def receiver(sender, payload, **kwargs):
-        seen.append(payload)
-
-    memory_event.connect(receiver)
-    yield seen
-    memory_event.disconnect(receiver)
 
 
 def cluster_members(tenant):

@@ -9,7 +9,6 @@ from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_run_now
 from consolidation.contradictions import COMPATIBLE, CONTRADICTS, SUPERSEDE, Statement, judge
-from consolidation.events import memory_event
 from consolidation.models import LedgerEntry
 from zeromem import services
 from zeromem.models import Memory, MemoryRelation
@@ -50,18 +49,6 @@ def test_statements_made_at_the_same_time_are_flagged_not_superseded():
 def test_a_changed_name_without_an_update_cue_is_flagged_not_superseded():
     assert verdict("The on-call engineer this week is Priya Shah.",
                    "The on-call engineer this week is Omar Haddad.") == CONTRADICTS
-
-
-@pytest.fixture
-def events():
-    seen = []
-
-    def receiver(sender, payload, **kwargs):
-        seen.append(payload)
-
-    memory_event.connect(receiver)
-    yield seen
-    memory_event.disconnect(receiver)
 
 
 def say(tenant, text, days_ago, session):

@@ -8,7 +8,6 @@ import pytest
 from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_run_now
-from consolidation.events import memory_event
 from consolidation.models import LedgerEntry
 from consolidation.services import memory_transition
 from consolidation.undo import UndoRefused, memory_restore, memory_unmerge
@@ -18,18 +17,6 @@ from zeromem.transitions import TransitionRefused
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 OLD = timezone.now() - timedelta(days=3)
-
-
-@pytest.fixture
-def events():
-    seen = []
-
-    def receiver(sender, payload, **kwargs):
-        seen.append(payload)
-
-    memory_event.connect(receiver)
-    yield seen
-    memory_event.disconnect(receiver)
 
 
 def ingest(tenant, texts, entities=("Redis", "billing-api")):
