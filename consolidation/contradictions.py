@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from consolidation.extractive import is_low_signal
+from consolidation.extractive import is_low_signal, sentences, split_speaker
 from zeromem.entities import extract_entities
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
@@ -156,11 +156,9 @@ def _without(statement: Statement, names: frozenset[str]) -> Statement:
     words = frozenset(w for name in names for w in name.split())
     return replace(statement, name_words=statement.name_words - words,
                    values=frozenset(v for v in statement.values if v not in names))
-_SPEAKER = re.compile(r"^[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}: ")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
 
 def _statements(text: str) -> list[str]:
     """Sentences that state something: a speaker prefix removed; no questions, greetings or small talk."""
-    body = _SPEAKER.sub("", text.strip(), count=1)
-    return [s for s in _SENTENCE_END.split(body) if len(_WORD.findall(s.lower())) >= 3 and not is_low_signal(s)]
+    return [s for s in sentences(split_speaker(text)[1]) if len(_WORD.findall(s.lower())) >= 3
+            and not is_low_signal(s)]
