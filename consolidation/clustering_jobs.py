@@ -24,7 +24,7 @@ from consolidation.contradictions import COMPATIBLE, SUPERSEDE, Verdict, judge_t
 from consolidation.events import event_emit
 from consolidation.extractive import Chunk, Member, merge_cluster
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
-from consolidation.runs import LeaseLost, run_fence, run_finish, run_request, run_start, run_wait, worker_name
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
 from consolidation.selectors import Loaded, clustering_input, clustering_queryset
 from consolidation.services import ledger_write, memory_transition
 from zeromem.embeddings import embed_texts
@@ -246,12 +246,6 @@ def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[dict[str, An
 
 # --- running -------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class RunOutcome:
-    run: ConsolidationRun
-    joined: bool  # True: another trigger's run did (or is doing) the work
-
-
 def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = False,
                        progress: Progress | None = None) -> ConsolidationRun:
     """Do the work of a claimed run and close it. A cluster whose sources another writer moved first is
@@ -299,26 +293,11 @@ def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, m
 
 def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,
                        progress: Progress | None = None, wait_seconds: float = 3600) -> RunOutcome:
-    """Cluster one user in this process (CLI, admin): claim a run, or wait for the active one.
-
-    1. request a run; if the user's active run is a clustering run, wait for it and report it (joined);
-    2. if it is another kind (reflection), wait for it to end, then request again;
-    3. claim and execute.
-    """
-    deadline = time.monotonic() + wait_seconds
-    worker = worker_name()
-    while True:
-        run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger)
-        if not created and run.kind != RunKind.CLUSTERING:
-            run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
-            if time.monotonic() >= deadline:
-                return RunOutcome(run, True)
-            continue
-        # Ours, or a clustering run nobody is working on (pending, or its worker's lease expired).
-        claimed = run_start(run_id=run.id, worker=worker)
-        if claimed is not None:
-            return RunOutcome(clustering_execute(run=claimed, worker=worker, force=force, progress=progress), False)
-        return RunOutcome(run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic())), True)
+    """Cluster one user in this process (CLI, admin), or join the clustering run already under way."""
+    return run_in_process(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger,
+                          wait_seconds=wait_seconds,
+                          execute=lambda run, worker: clustering_execute(run=run, worker=worker, force=force,
+                                                                         progress=progress))
 
 
 def clustering_dry_run(*, tenant_id: int, user_id: str, force: bool = False) -> Plan:

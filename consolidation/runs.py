@@ -15,6 +15,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -93,6 +94,20 @@ def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
     return bool(finished)
 
 
+def run_release(*, run_id: uuid.UUID, worker: str, reason: str) -> bool:
+    """Give a claimed run back (pending, no lease) so a later retry of its task can claim it again."""
+    released = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+                .update(status=RunStatus.PENDING, worker="", lease_expires_at=None, error=reason[:5000]))
+    return bool(released)
+
+
+def run_progress(*, run_id: uuid.UUID, **values: Any) -> None:
+    """Merge values into the run's `result` (what GET …/runs/{id} shows while it works)."""
+    run = ConsolidationRun.objects.select_for_update().get(pk=run_id)
+    run.result = {**run.result, **values}
+    run.save(update_fields=["result"])
+
+
 def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25,
              sleep: Callable[[float], None] = time.sleep) -> ConsolidationRun:
     """The run once it is no longer active, or as it is when `timeout` runs out."""
@@ -102,3 +117,41 @@ def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25,
         if run.status not in ACTIVE_STATUSES or time.monotonic() >= deadline:
             return run
         sleep(poll)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run: ConsolidationRun
+    joined: bool  # True: another trigger's run did (or is doing) the work
+
+
+def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
+                   execute: Callable[[ConsolidationRun, str], ConsolidationRun], entity_id: str | None = None,
+                   namespace: str | None = None, wait_seconds: float = 3600) -> RunOutcome:
+    """Run a job for one user in this process (CLI, admin, a per-user task): claim a run, or join one.
+
+    1. request a run; if the user's active run is the same job (kind and scope), wait for it and report it;
+    2. if it is another job (the other kind, another entity), wait for it to end, then request again;
+    3. claim and execute.
+    """
+    deadline = time.monotonic() + wait_seconds
+    worker = worker_name()
+    while True:
+        run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=kind, trigger=trigger,
+                                   entity_id=entity_id, namespace=namespace)
+        if not created and not _same_job(run, kind, entity_id, namespace):
+            run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
+            if time.monotonic() >= deadline:
+                return RunOutcome(run, True)
+            continue
+        # Ours, or the same job nobody is working on (pending, or its worker's lease expired).
+        claimed = run_start(run_id=run.id, worker=worker)
+        if claimed is not None:
+            return RunOutcome(execute(claimed, worker), False)
+        return RunOutcome(run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic())), True)
+
+
+def _same_job(run: ConsolidationRun, kind: str, entity_id: str | None, namespace: str | None) -> bool:
+    if run.kind != kind:
+        return False
+    return kind != "reflection" or (run.entity_id, run.namespace) == (entity_id, namespace)

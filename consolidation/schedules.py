@@ -18,6 +18,8 @@ class Schedule:
 SCHEDULES: tuple[Schedule, ...] = (
     Schedule(name="zeromem: daily clustering", task="consolidation.clustering_fan_out", minute="30", hour="3",
              expires_seconds=3 * 3600),
+    Schedule(name="zeromem: weekly reflection", task="consolidation.reflection_fan_out", minute="45", hour="4",
+             day_of_week="0", expires_seconds=6 * 3600),  # Sunday 04:45 UTC (crontab: 0 = Sunday)
     Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
              minute="*/15", expires_seconds=900),
 )

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from consolidation.clustering import Item
 from zeromem.models import Memory, Tenant
@@ -83,3 +83,93 @@ def clustering_input(queryset: QuerySet[Memory], dimension: int) -> Loaded:
                   is_fact=r["kind"] == "fact") for r in rows]
     return Loaded(ids=[r["id"] for r in rows], rows=rows, items=items,
                   vectors=vectors if any(has_vector) else None, has_vector=has_vector)
+
+
+# --- reflection ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReflectionScope:
+    tenant_id: int
+    user_id: str
+    entity_id: str | None  # None: user-wide, over the memories that carry no entity_id
+    namespace: str = "global"
+
+    @property
+    def subject(self) -> str:
+        return self.entity_id or self.user_id
+
+
+def _unreflected() -> Q:
+    # Episodes, and semantic memories clustering made that no reflection has read (reflection's own are
+    # tagged "reflection" and never feed it again).
+    return Q(memory_type__in=EPISODIC_TYPES) | (
+        Q(memory_type="semantic", reflected_at__isnull=True) & ~Q(tags__contains=["reflection"]))
+
+
+def reflection_inputs(scope: ReflectionScope) -> QuerySet[Memory]:
+    """Every active memory a reflection of this scope would read, whatever its session."""
+    active = Memory.objects.filter(tenant_id=scope.tenant_id, user_id=scope.user_id, namespace=scope.namespace,
+                                   state="raw")
+    active = active.filter(entity_id=scope.entity_id) if scope.entity_id else active.filter(entity_id__isnull=True)
+    return active.filter(_unreflected())
+
+
+REFLECTION_FIELDS = ("id", "memory_type", "content", "content_hash", "created_at", "importance", "window")
+
+
+def reflection_candidates(scope: ReflectionScope, *, force: bool, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` inputs, outside the user's current session unless forced."""
+    inputs = reflection_inputs(scope)
+    if not force:
+        current = current_session_filter(tenant_id=scope.tenant_id, user_id=scope.user_id)
+        if current is not None:
+            inputs = inputs.exclude(current & Q(memory_type__in=EPISODIC_TYPES))
+    return list(inputs.order_by("-created_at", "id").values(*REFLECTION_FIELDS)[:limit])
+
+
+def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | None = None,
+                               entity_id: str | None = None, force: bool = False) -> list[ReflectionScope]:
+    """Scopes with enough unreflected inputs: entities at the entity threshold, users (memories without an
+    entity_id) at the user threshold; with `force`, any scope with an input. One aggregate over the partial
+    index on raw memories."""
+    entity_min = 1 if force else settings.ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD
+    user_min = 1 if force else settings.ZEROMEMORY_REFLECTION_USER_THRESHOLD
+    rows = Memory.objects.filter(_unreflected(), state="raw")
+    for name, value in (("tenant_id", tenant_id), ("user_id", user_id), ("entity_id", entity_id)):
+        if value is not None:
+            rows = rows.filter(**{name: value})
+    counted = (rows.values("tenant_id", "user_id", "entity_id", "namespace").annotate(n=Count("id"))
+               .filter(n__gte=min(entity_min, user_min)).order_by("tenant_id", "user_id", "entity_id", "namespace"))
+    return [ReflectionScope(r["tenant_id"], r["user_id"], r["entity_id"], r["namespace"]) for r in counted
+            if r["n"] >= (entity_min if r["entity_id"] else user_min)]
+
+
+def entity_users(*, tenant_id: int, entity_id: str, namespace: str) -> list[str]:
+    """The users under whom this tenant holds memories about the entity."""
+    return list(Memory.objects.filter(tenant_id=tenant_id, entity_id=entity_id, namespace=namespace)
+                .values_list("user_id", flat=True).distinct().order_by("user_id")[:100])
+
+
+class ScopeNotFound(LookupError):
+    pass
+
+
+class ScopeAmbiguous(ValueError):
+    pass
+
+
+def reflection_scope_resolve(*, tenant_id: int, namespace: str, entity_id: str | None,
+                             user_id: str | None) -> ReflectionScope:
+    """The scope a reflect request names: an entity (its user found when not given), or a user's memories
+    without an entity. Unknown in this tenant: ScopeNotFound; an entity under several users needs user_id."""
+    if entity_id is None:
+        if not Memory.objects.filter(tenant_id=tenant_id, user_id=user_id).exists():
+            raise ScopeNotFound(f"no memories for user {user_id!r}")
+        return ReflectionScope(tenant_id, str(user_id), None, namespace)
+    users = [user_id] if user_id else entity_users(tenant_id=tenant_id, entity_id=entity_id, namespace=namespace)
+    if not users or not Memory.objects.filter(tenant_id=tenant_id, user_id=users[0], entity_id=entity_id,
+                                              namespace=namespace).exists():
+        raise ScopeNotFound(f"no memories about entity {entity_id!r} in namespace {namespace!r}")
+    if len(users) > 1:
+        raise ScopeAmbiguous(f"entity {entity_id!r} has memories under {len(users)} users; pass user_id")
+    return ReflectionScope(tenant_id, users[0], entity_id, namespace)

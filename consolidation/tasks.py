@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_execute
-from consolidation.models import RunKind, RunTrigger
-from consolidation.runs import run_request, run_start, worker_name
-from consolidation.selectors import users_with_eligible_memories
+from consolidation.models import ConsolidationRun, RunKind, RunStatus, RunTrigger
+from consolidation.reflection_jobs import reflection_execute, reflection_run_now
+from consolidation.runs import run_finish, run_release, run_request, run_start, run_wait, worker_name
+from consolidation.selectors import ReflectionScope, reflection_eligible_scopes, users_with_eligible_memories
+from zeromem.llm import LLMUnavailable
 from zeromem.tasks import TASK_OPTIONS, enqueue_on_commit
 
 
@@ -47,3 +50,83 @@ def clustering_run_task(*, run_id: str) -> str:
     if run is None:
         return "done or held by a live worker"  # a redelivered message finds its run finished
     return clustering_execute(run=run, worker=worker).status
+
+
+# --- reflection ------------------------------------------------------------------------------------------------
+
+class RunBusy(Exception):
+    """The user's memories are held by another job (clustering, or another entity's reflection) past the wait."""
+
+    def __init__(self, run: ConsolidationRun) -> None:
+        super().__init__(f"another {run.kind} run ({run.id}) is working on this user's memories; try again later")
+        self.run = run
+
+
+def reflection_trigger(*, scope: ReflectionScope, trigger: str, force: bool = False) -> tuple[ConsolidationRun, bool]:
+    """Request a reflection run and enqueue its task after commit; (the user's active run, False) when blocked."""
+    run, created = run_request(tenant_id=scope.tenant_id, user_id=scope.user_id, kind=RunKind.REFLECTION,
+                               trigger=trigger, entity_id=scope.entity_id, namespace=scope.namespace)
+    if created:
+        enqueue_on_commit(reflection_run_task, run_id=str(run.id), force=force)
+    return run, created
+
+
+def reflection_request(*, scope: ReflectionScope, trigger: str, wait_seconds: float,
+                       force: bool = False) -> ConsolidationRun:
+    """Reflect a scope now (API): start a run, or join the one already reflecting this scope, and wait for it up
+    to `wait_seconds`; the run comes back as it is then (still active past the wait). Raises RunBusy when
+    another job holds the user's memories for the whole wait."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        run, created = reflection_trigger(scope=scope, trigger=trigger, force=force)
+        blocked = not created and (run.kind, run.entity_id, run.namespace) != (
+            RunKind.REFLECTION, scope.entity_id, scope.namespace)
+        run = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
+        if not blocked:
+            return run
+        if time.monotonic() >= deadline:
+            raise RunBusy(run)
+
+
+@shared_task(name="consolidation.reflection_run", bind=True, soft_time_limit=3000, time_limit=3300,
+             **{**TASK_OPTIONS, "max_retries": 8})
+def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
+    """Claim and execute a reflection run. An unavailable LLM releases the run and retries the task later with
+    backoff (the same run id); past the last retry the run fails with the reason."""
+    worker = worker_name()
+    run = run_start(run_id=uuid.UUID(run_id), worker=worker)
+    if run is None:
+        return "done or held by a live worker"
+    try:
+        return reflection_execute(run=run, worker=worker, force=force).status
+    except LLMUnavailable as exc:
+        if self.request.retries >= self.max_retries:
+            run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED,
+                       error=f"LLM unavailable after {self.request.retries + 1} attempts: {exc}")
+            return RunStatus.FAILED
+        run_release(run_id=run.id, worker=worker, reason=f"LLM unavailable, retrying: {exc}")
+        raise self.retry(exc=exc, countdown=min(3600, 30 * 2 ** self.request.retries)) from exc
+
+
+@shared_task(name="consolidation.reflection_fan_out", soft_time_limit=1800, time_limit=1900, expires=6 * 3600,
+             **TASK_OPTIONS)
+def reflection_fan_out_task() -> int:
+    """Weekly (Sunday 04:45 UTC): one task per user with eligible scopes; it reflects them one after the other
+    (runs of one user never overlap)."""
+    users = sorted({(s.tenant_id, s.user_id) for s in reflection_eligible_scopes()})
+    for tenant_id, user_id in users:
+        reflection_user_task.delay(tenant_id=tenant_id, user_id=user_id)
+    return len(users)
+
+
+@shared_task(name="consolidation.reflection_user", bind=True, soft_time_limit=3000, time_limit=3300,
+             **TASK_OPTIONS)
+def reflection_user_task(self: Task, *, tenant_id: int, user_id: str, trigger: str = RunTrigger.BEAT) -> int:
+    """Reflect every eligible scope of one user. Idempotent: a redelivered task finds reflected scopes no longer
+    eligible. An unavailable LLM retries the whole task later."""
+    outcomes = [reflection_run_now(scope=scope, trigger=trigger, wait_seconds=2400)
+                for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
+    unavailable = [o.run for o in outcomes if o.run.error.startswith("LLM unavailable")]
+    if unavailable:
+        raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
+    return len(outcomes)

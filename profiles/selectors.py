@@ -1,8 +1,56 @@
+"""Profile reads, and the context an agent injects into its prompt: the profile plus the best search results."""
+
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from profiles.models import MemoryProfile
+from zeromem.selectors import MemoryFilter, SearchHit, memories_search
+
+PROFILE_SHARE = 0.5  # at most this share of the budget goes to the profile; search results get the rest
 
 
 def profile_get(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str) -> MemoryProfile | None:
     return MemoryProfile.objects.filter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id or "",
                                         namespace=namespace).first()
+
+
+@dataclass
+class Context:
+    text: str
+    profile: MemoryProfile | None
+    profile_items: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[SearchHit] = field(default_factory=list)
+
+
+def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, query: str,
+                  budget_chars: int, top_k: int = 30) -> Context:
+    """Profile summary and items (most confident first) within PROFILE_SHARE of the budget, then search results in
+    rank order; every piece is taken whole or not at all, so the text never exceeds `budget_chars`."""
+    profile = profile_get(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id, namespace=namespace)
+    lines: list[str] = []
+    used = 0
+
+    def take(line: str, limit: int) -> bool:
+        nonlocal used
+        if used + len(line) + 1 > limit:
+            return False
+        lines.append(line)
+        used += len(line) + 1
+        return True
+
+    items = _profile_lines(profile, take, int(budget_chars * PROFILE_SHARE)) if profile else []
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
+                                              namespace=namespace), query=query, top_k=top_k)
+    taken = [hit for hit in hits if take(f"- [{hit.memory.created_at.date().isoformat()}] {hit.memory.content}",
+                                         budget_chars)]
+    return Context(text="\n".join(lines), profile=profile, profile_items=items, hits=taken)
+
+
+def _profile_lines(profile: MemoryProfile, take: Any, limit: int) -> list[dict[str, Any]]:
+    if profile.summary:
+        take(f"Summary: {profile.summary}", limit)
+    items = sorted(profile.preferences + profile.behaviors + profile.facts,
+                   key=lambda item: -float(item.get("confidence", 0)))
+    return [item for item in items if take(f"* {item['category']}: {item['statement']}", limit)]

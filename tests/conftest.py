@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +16,6 @@ from zeromem.models import Tenant
 
 def subprocess_database_url() -> str:
     """DATABASE_URL pointing at the test database pytest-django created, for subprocesses (worker, beat, CLI)."""
-    import os
     from urllib.parse import urlsplit, urlunsplit
 
     from django.db import connection
@@ -85,3 +88,38 @@ def other_api(other_tenant: Tenant) -> ApiClient:
 @pytest.fixture
 def anonymous_api(db: None) -> Iterator[ApiClient]:
     yield ApiClient(None)
+
+
+@pytest.fixture
+def worker_env() -> dict[str, str]:
+    """Extra environment for the `worker` fixture (override in a test module)."""
+    return {}
+
+
+@pytest.fixture
+def worker(settings: Any, tmp_path: Any, worker_env: dict[str, str]) -> Iterator[Any]:
+    """A real Celery worker (solo pool) on the test database and the embedded broker."""
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
+           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", **worker_env}
+    log = tmp_path / "worker.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", "solo",
+                                    "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
+                                    "--without-mingle"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    process.log = log  # type: ignore[attr-defined]
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_until(condition: Any, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False

@@ -10,38 +10,10 @@ import time
 import pytest
 from django.db import transaction
 
-from tests.conftest import subprocess_database_url
+from tests.conftest import subprocess_database_url, wait_until
 from zeromem import services
 from zeromem.models import Memory
 from zeromem.tasks import enqueue_on_commit, memories_embed_task
-
-
-@pytest.fixture
-def worker(settings, tmp_path):
-    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
-           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash"}
-    log = tmp_path / "worker.log"
-    with log.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", "solo",
-                                    "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
-                                    "--without-mingle"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
-    process.log = log
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def wait_until(condition, seconds=60.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 @pytest.mark.django_db(transaction=True)

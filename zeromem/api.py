@@ -16,8 +16,13 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, NinjaAPI, Query, Router, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict, field_validator, model_validator
 
+from consolidation.models import ACTIVE_STATUSES, ConsolidationRun
+from consolidation.reflection_jobs import reflection_answer
+from consolidation.selectors import ScopeAmbiguous, ScopeNotFound, reflection_scope_resolve
+from consolidation.tasks import RunBusy, reflection_request
+from profiles.selectors import context_build, profile_get
 from zeromem import selectors, services
 from zeromem.models import ApiKey, Memory
 from zeromem.selectors import MemoryFilter
@@ -68,6 +73,23 @@ def on_idempotency_conflict(request: HttpRequest, exc: services.IdempotencyConfl
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(request, 413, "too_large", "the request body is larger than the server accepts")
+
+
+@api.exception_handler(ScopeNotFound)
+def on_scope_not_found(request: HttpRequest, exc: ScopeNotFound) -> HttpResponse:
+    return error_response(request, 404, "not_found", str(exc))
+
+
+@api.exception_handler(ScopeAmbiguous)
+def on_scope_ambiguous(request: HttpRequest, exc: ScopeAmbiguous) -> HttpResponse:
+    return error_response(request, 400, "ambiguous_entity", str(exc))
+
+
+@api.exception_handler(RunBusy)
+def on_run_busy(request: HttpRequest, exc: RunBusy) -> HttpResponse:
+    response = error_response(request, 409, "run_in_progress", str(exc), [{"run_id": str(exc.run.id)}])
+    response["Retry-After"] = "30"
+    return response
 
 
 @api.exception_handler(selectors.InvalidCursor)
@@ -298,13 +320,132 @@ def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
 
 @router.get("/profile", response=ProfileOut)
 def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
-    from profiles.selectors import profile_get
-
     profile = profile_get(tenant_id=tenant_id(request), user_id=filters.user_id,
                           entity_id=filters.entity_id, namespace=filters.namespace)
     if profile is None:
         raise HttpError(404, "no profile for this user/entity yet")
     return profile
+
+
+class ReflectIn(Strict):
+    entity_id: str | None = OptionalName
+    user_id: str | None = OptionalName
+    namespace: str = Field("global", min_length=1, max_length=100)
+    force: bool = False  # also reflect the current session (the default keeps it for the agent, verbatim)
+
+    @model_validator(mode="after")
+    def names_a_scope(self) -> ReflectIn:
+        if not self.entity_id and not self.user_id:
+            raise ValueError("give entity_id (an entity) or user_id (the user's memories without an entity)")
+        return self
+
+
+class ReflectQuery(Strict):
+    async_: bool = Field(False, alias="async")
+
+
+class ReflectOut(Schema):
+    entity_id: str | None
+    user_id: str | None = None
+    insights: list[str]
+    memories_reviewed: int
+    new_semantic_memories: int
+    profile_updated: bool
+    run_id: uuid.UUID
+    status: str
+
+
+class RunAcceptedOut(Schema):
+    run_id: uuid.UUID
+    status: str
+
+
+class RunOut(Schema):
+    run_id: uuid.UUID
+    kind: str
+    status: str
+    user_id: str
+    entity_id: str | None
+    namespace: str | None
+    trigger: str
+    model: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    progress: dict[str, int]
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    error: str
+    result: dict[str, Any] | None
+
+
+class ContextIn(Strict):
+    query: str = Field(..., min_length=1, max_length=4000)
+    user_id: str = Name
+    entity_id: str | None = OptionalName
+    namespace: str = Field("global", min_length=1, max_length=100)
+    budget_chars: int = Field(2000, ge=100, le=50_000)
+
+
+class ContextMemoryOut(Schema):
+    id: uuid.UUID
+    content: str
+    memory_type: str
+    created_at: datetime
+    score: float
+
+
+class ContextOut(Schema):
+    context: str
+    chars: int
+    budget_chars: int
+    profile: dict[str, Any] | None
+    memories: list[ContextMemoryOut]
+
+
+@router.post("/reflect", response={200: ReflectOut, 202: RunAcceptedOut})
+def reflect(request: HttpRequest, payload: ReflectIn, options: Query[ReflectQuery]) -> Status:
+    scope = reflection_scope_resolve(tenant_id=tenant_id(request), namespace=payload.namespace,
+                                     entity_id=payload.entity_id, user_id=payload.user_id)
+    run = reflection_request(scope=scope, trigger="api", force=payload.force,
+                             wait_seconds=0.0 if options.async_ else settings.ZEROMEMORY_REFLECT_WAIT_SECONDS)
+    if options.async_ or run.status in ACTIVE_STATUSES:
+        return Status(202, {"run_id": run.id, "status": run.status})
+    if run.status != "succeeded":
+        raise HttpError(503, f"reflection {run.status}: {run.error or 'no reason recorded'} (run {run.id})")
+    return Status(200, reflection_answer(run))
+
+
+@router.get("/runs/{run_id}", response=RunOut)
+def run_read(request: HttpRequest, run_id: uuid.UUID) -> dict[str, Any]:
+    run = ConsolidationRun.objects.filter(tenant_id=tenant_id(request), id=run_id).first()
+    if run is None:
+        raise HttpError(404, "no such run")
+    finished = run.status not in ACTIVE_STATUSES
+    return {"run_id": run.id, "kind": run.kind, "status": run.status, "user_id": run.user_id,
+            "entity_id": run.entity_id, "namespace": run.namespace, "trigger": run.trigger, "model": run.model,
+            "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+            "progress": {"calls_done": int(run.result.get("calls_done", 0)),
+                         "calls_planned": int(run.result.get("calls_planned", 0))},
+            "llm_calls": run.llm_calls, "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens, "error": run.error,
+            "result": (reflection_answer(run) if run.kind == "reflection" else
+                       {"reviewed": run.reviewed, "clusters": run.clusters, "merged": run.merged,
+                        "created": run.created, "superseded": run.superseded}) if finished else None}
+
+
+@router.post("/context", response=ContextOut)
+def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
+    built = context_build(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
+                          namespace=payload.namespace, query=payload.query, budget_chars=payload.budget_chars)
+    profile = built.profile
+    return {"context": built.text, "chars": len(built.text), "budget_chars": payload.budget_chars,
+            "profile": None if profile is None else {
+                "entity_id": profile.entity_id or None, "version": profile.version, "summary": profile.summary,
+                "items": built.profile_items},
+            "memories": [{"id": h.memory.id, "content": h.memory.content, "memory_type": h.memory.memory_type,
+                          "created_at": h.memory.created_at, "score": h.score} for h in built.hits]}
 
 
 api.add_router("/", router)

@@ -213,3 +213,23 @@ class UserSearchStats(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(name="user_search_stats_once", fields=["tenant", "user_id"])]
+
+
+class LlmUsage(models.Model):
+    """LLM calls, tokens and cost per tenant, month and purpose (reflection, extraction): what the monthly token
+    budget is checked against and what an operator bills by."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="llm_usage")
+    month = models.DateField()  # first day of the month (UTC)
+    purpose = models.CharField(max_length=20)
+    calls = models.IntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+
+    class Meta:
+        verbose_name_plural = "LLM usage"
+        constraints = [models.UniqueConstraint(name="llm_usage_once", fields=["tenant", "month", "purpose"])]
+
+    def __str__(self) -> str:
+        return f"{self.tenant} {self.month:%Y-%m} {self.purpose}"

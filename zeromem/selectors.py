@@ -13,11 +13,12 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
+from django.utils import timezone
 
 from zeromem.embeddings import embed_query
-from zeromem.models import ApiKey, Memory, MemorySource, TermStat, UserSearchStats
+from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, TermStat, UserSearchStats
 from zeromem.ranking import Candidate, CorpusStats, Ranked, fuse
-from zeromem.services import KEY_PREFIX, hash_secret
+from zeromem.services import KEY_PREFIX, hash_secret, month_start
 
 
 @dataclass(frozen=True)
@@ -228,3 +229,11 @@ def apikey_authenticate(*, secret: str) -> ApiKey | None:
     if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
         return None
     return key
+
+
+# --- LLM usage ---------------------------------------------------------------------------------------------
+
+def llm_tokens_this_month(*, tenant_id: int, now: datetime | None = None) -> int:
+    totals = LlmUsage.objects.filter(tenant_id=tenant_id, month=month_start(now or timezone.now())).aggregate(
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
+    return int((totals["prompt"] or 0) + (totals["completion"] or 0))

@@ -9,15 +9,18 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from zeromem.embeddings import Vector, embed_texts
 from zeromem.entities import classify_kind, extract_entities
-from zeromem.models import ApiKey, IdempotencyKey, Memory, Tenant
+from zeromem.llm import Usage
+from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, Tenant
 
 DEFAULT_IMPORTANCE = 0.5
 
@@ -298,3 +301,21 @@ def _replay(previous: IdempotencyKey, fingerprint: str) -> IngestResult:
     if previous.request_hash != fingerprint:
         raise IdempotencyConflict("this Idempotency-Key was already used with a different request")
     return IngestResult.from_json(previous.response)
+
+
+# --- LLM usage ---------------------------------------------------------------------------------------------
+
+def month_start(now: datetime) -> date:
+    return now.date().replace(day=1)
+
+
+def llm_usage_add(*, tenant_id: int, purpose: str, usage: Usage, now: datetime | None = None) -> None:
+    """Charge calls, tokens and cost to the tenant's month (a row per tenant, month and purpose)."""
+    if not usage.calls:
+        return
+    month = month_start(now or timezone.now())
+    LlmUsage.objects.get_or_create(tenant_id=tenant_id, month=month, purpose=purpose)
+    LlmUsage.objects.filter(tenant_id=tenant_id, month=month, purpose=purpose).update(
+        calls=F("calls") + usage.calls, prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+        completion_tokens=F("completion_tokens") + usage.completion_tokens,
+        cost_usd=F("cost_usd") + Decimal(str(round(usage.cost_usd, 6))))

@@ -168,8 +168,6 @@ ZEROMEMORY_EMBEDDING_BATCH = env_int("ZEROMEMORY_EMBEDDING_BATCH", 16, minimum=1
 # Batches up to this size are embedded inside the request (the agent can search what it just wrote);
 # larger ones are stored first and embedded by a Celery task (keyword-findable meanwhile).
 ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum=0, maximum=1000)
-ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
-ZEROMEMORY_DEFAULT_REFLECTION_MODEL = env_str("ZEROMEMORY_DEFAULT_REFLECTION_MODEL", "builtin:extractive")
 # PostgreSQL text-search configuration for the full-text index ("english" stems English; "simple" suits
 # any language). Fixed into the schema at migrate time.
 ZEROMEMORY_SEARCH_CONFIG = env_choice("ZEROMEMORY_SEARCH_CONFIG", "english", {
@@ -218,3 +216,36 @@ ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48,
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
 # this keeps up to the embedder's input limit (1,000 characters).
 ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
+
+# --- reflection and LLM calls (DESIGN.md §5) --------------------------------------------------------------------
+# Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider
+# credentials are configured), then the default: "builtin:extractive" (deterministic, no network).
+ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
+ZEROMEMORY_DEFAULT_REFLECTION_MODEL = env_str("ZEROMEMORY_DEFAULT_REFLECTION_MODEL", "builtin:extractive")
+# Optional OpenAI-compatible endpoint and key for the LLM (e.g. a local vLLM/Ollama server); otherwise litellm
+# reads the provider's own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+ZEROMEMORY_LLM_API_BASE = os.environ.get("ZEROMEMORY_LLM_API_BASE", "").strip() or None
+ZEROMEMORY_LLM_API_KEY = os.environ.get("ZEROMEMORY_LLM_API_KEY", "").strip() or None
+ZEROMEMORY_LLM_TIMEOUT_SECONDS = env_float("ZEROMEMORY_LLM_TIMEOUT_SECONDS", 60.0, minimum=0.1, maximum=600.0)
+# Attempts per call on 429 / 5xx / timeouts / connection errors, with exponential backoff and jitter.
+ZEROMEMORY_LLM_ATTEMPTS = env_int("ZEROMEMORY_LLM_ATTEMPTS", 4, minimum=1, maximum=10)
+ZEROMEMORY_LLM_BACKOFF_SECONDS = env_float("ZEROMEMORY_LLM_BACKOFF_SECONDS", 2.0, minimum=0.0, maximum=60.0)
+ZEROMEMORY_LLM_CONCURRENCY = env_int("ZEROMEMORY_LLM_CONCURRENCY", 3, minimum=1, maximum=32)
+ZEROMEMORY_LLM_MAX_TOKENS = env_int("ZEROMEMORY_LLM_MAX_TOKENS", 1200, minimum=100, maximum=32_000)
+# Eligibility: an entity with this many unreflected inputs, a user with this many that carry no entity_id.
+ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD", 10, minimum=1,
+                                                 maximum=100_000)
+ZEROMEMORY_REFLECTION_USER_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_USER_THRESHOLD", 50, minimum=1,
+                                               maximum=100_000)
+# Each call: the BATCH most important of the WINDOW most recent inputs; the run repeats while MIN_REMAINING
+# inputs remain, up to MAX_CALLS calls.
+ZEROMEMORY_REFLECTION_WINDOW = env_int("ZEROMEMORY_REFLECTION_WINDOW", 50, minimum=1, maximum=1000)
+ZEROMEMORY_REFLECTION_BATCH = env_int("ZEROMEMORY_REFLECTION_BATCH", 15, minimum=1, maximum=200)
+ZEROMEMORY_REFLECTION_MIN_REMAINING = env_int("ZEROMEMORY_REFLECTION_MIN_REMAINING", 10, minimum=1, maximum=1000)
+ZEROMEMORY_REFLECTION_MAX_CALLS = env_int("ZEROMEMORY_REFLECTION_MAX_CALLS", 10, minimum=1, maximum=1000)
+ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONFIDENCE", 0.6, minimum=0.0,
+                                                 maximum=1.0)
+# The reflect endpoint waits this long for its run before answering 202 with the run id.
+ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
+# With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.
+ZEROMEMORY_EXTRACTION_PHASE = env_bool("ZEROMEMORY_EXTRACTION_PHASE", False)

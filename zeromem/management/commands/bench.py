@@ -24,6 +24,9 @@ class Command(BaseCommand):
         clustering.add_argument("--full-job", type=int, default=10_000)
         clustering.add_argument("--recall-n", type=int, default=10_000)
         clustering.add_argument("--json", action="store_true")
+        reflection = sub.add_parser("reflection", help="LLM calls and prompt tokens per memory reflected, counted by a "
+                                                       "local fake OpenAI-compatible server")
+        reflection.add_argument("--json", action="store_true")
         calibrate = sub.add_parser("calibrate", help="cosine scores of the embedder on same-fact/related/unrelated "
                                                      "pairs against the clustering floor")
         calibrate.add_argument("--json", action="store_true")
@@ -35,6 +38,17 @@ class Command(BaseCommand):
             self._clustering(options)
         elif which == "calibrate":
             self._calibrate(options)
+        elif which == "reflection":
+            self._reflection(options)
+
+    def _reflection(self, options: dict[str, Any]) -> None:
+        from consolidation.bench_reflection import bench_reflection
+
+        result = bench_reflection(say=self.stderr.write)
+        self.stdout.write(f"calls per 1,000 memories sent: {result['calls_per_1000']} (target <= 75); prompt tokens "
+                          f"per memory: {result['prompt_tokens_per_memory']} (target <= 150)")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _calibrate(self, options: dict[str, Any]) -> None:
         from django.conf import settings

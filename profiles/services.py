@@ -1,0 +1,85 @@
+"""Profile writes: reflection merges what it found into the entity's (or user's) profile, never overwrites it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+from consolidation.events import event_emit
+from consolidation.insights import PROFILE_FIELD, same_statement
+from consolidation.services import ledger_write
+from profiles.models import MemoryProfile
+
+MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
+
+
+@dataclass(frozen=True)
+class ProfileItem:
+    category: str
+    subject: str
+    statement: str
+    confidence: float
+    source_ids: tuple[str, ...]  # the episodic/semantic memories that support it
+    memory_id: str  # the semantic memory reflection wrote for it
+
+    def as_json(self, now: str) -> dict[str, Any]:
+        return {"category": self.category, "subject": self.subject, "statement": self.statement,
+                "confidence": round(self.confidence, 3), "source_ids": list(self.source_ids),
+                "memory_ids": [self.memory_id], "first_seen": now, "last_seen": now}
+
+
+def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str,
+                  items: Sequence[ProfileItem], summary: str, run_id: uuid.UUID | None, actor: str) -> bool:
+    """Fold items into the profile (a statement already there gains sources and keeps the higher confidence),
+    take the new summary, bump the version; ledger row and `profile.updated` after commit. Call inside the
+    transaction that writes the items' memories. Returns whether anything changed."""
+    profile, _ = MemoryProfile.objects.select_for_update().get_or_create(
+        tenant_id=tenant_id, user_id=user_id, entity_id=entity_id or "", namespace=namespace)
+    now = timezone.now().isoformat()
+    added, folded = [], []
+    for item in items:
+        entries = getattr(profile, PROFILE_FIELD[item.category])
+        existing = next((e for e in entries if e["category"] == item.category
+                         and same_statement(e["statement"], item.statement)), None)
+        if existing is None:
+            entries.append(item.as_json(now))
+            added.append(item.statement)
+        else:
+            _fold_into(existing, item, now)
+            folded.append(item.statement)
+    changed = bool(added or folded) or (bool(summary) and summary != profile.summary)
+    if not changed:
+        return False
+    _trim(profile)
+    previous_summary = profile.summary
+    profile.summary = summary or profile.summary
+    profile.version += 1
+    profile.save()
+    ledger_write(tenant_id=tenant_id, action="profile.update", actor=actor, run_id=run_id, user_id=user_id,
+                 inputs={"profile_id": profile.id, "entity_id": entity_id, "namespace": namespace,
+                         "previous_summary": previous_summary},
+                 outputs={"version": profile.version, "added": added, "folded": folded, "summary": profile.summary},
+                 reason="reflection merged new items into the profile")
+    event_emit(event="profile.updated", tenant_id=tenant_id, data={
+        "profile_id": profile.id, "user_id": user_id, "entity_id": entity_id, "namespace": namespace,
+        "version": profile.version, "added": len(added), "folded": len(folded)})
+    return True
+
+
+def _fold_into(existing: dict[str, Any], item: ProfileItem, now: str) -> None:
+    existing["confidence"] = round(max(float(existing["confidence"]), item.confidence), 3)
+    existing["source_ids"] = list(dict.fromkeys([*existing["source_ids"], *item.source_ids]))
+    existing["memory_ids"] = list(dict.fromkeys([*existing.get("memory_ids", []), item.memory_id]))
+    existing["last_seen"] = now
+
+
+def _trim(profile: MemoryProfile) -> None:
+    for name in ("preferences", "behaviors", "facts"):
+        entries = getattr(profile, name)
+        if len(entries) > MAX_ITEMS_PER_LIST:
+            entries.sort(key=lambda e: (float(e["confidence"]), e["last_seen"]), reverse=True)
+            setattr(profile, name, entries[:MAX_ITEMS_PER_LIST])
