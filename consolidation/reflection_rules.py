@@ -26,6 +26,9 @@ _ADDRESSED = re.compile(r"\byou(?:r|'re|'ve|'ll)?\b", re.I)
 _PASSING = re.compile(r"\b(?:i'm|i am|i feel|feeling|i was) (?:so |really |truly |very |just |super )?(?:thrilled|"
                       r"grateful|thankful|happy|excited|proud|glad|hopeful|swamped|tired|sorry|off to|about to|"
                       r"stoked|pumped|nervous|bummed)\b", re.I)
+# "I love that/this/how …" reacts to something just said or shown; it is no lasting preference.
+_NOT_A_REACTION = (r"(?! (?:that|it|this|these|those|how|the way|all|seeing|hearing|when|what|your|you|"
+                   r"them|him|her)\b)")
 RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ("failure_pattern", 0.7, re.compile(
         r"\b(?:fail(?:ed|s|ing|ure)|errors?|crash(?:ed|es|ing)?|timed out|time ?outs?|outage|broke|broken|bugs?|"
@@ -35,8 +38,9 @@ RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         r"no longer (?:eat|drink|use)|never (?:eat|drink|use|work|deploy)|only (?:eats?|drinks?|uses?|works?)|"
         r"limit(?:ed)? to|at most|at least)\b", re.I)),
     ("preference", 0.75, re.compile(
-        rf"\b{_PERSON}(?:'d| would| really| also| just| absolutely| totally| still)? (?:love|like|enjoy|prefer|"
-        rf"adore|hate|dislike|can't stand)s?\b|\b(?:loves|likes|enjoys|prefers|hates|dislikes)\b|"
+        rf"\b{_PERSON}(?: really| also| just| absolutely| totally| still)? (?:love|like|enjoy|prefer|adore|hate|"
+        rf"dislike|can't stand)s?\b{_NOT_A_REACTION}|"
+        rf"\b(?:loves|likes|enjoys|prefers|hates|dislikes)\b{_NOT_A_REACTION}|"
         r"\bfavou?rite\b|\bpassionate about\b|\b(?:big |huge )?fan of\b|\binterested in\b", re.I)),
     ("behavior", 0.7, re.compile(
         rf"\b(?:usually|always|often|regularly|tend to|habit|routine|whenever|every (?:day|week|weekend|morning|"

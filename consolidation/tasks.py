@@ -130,3 +130,9 @@ def reflection_user_task(self: Task, *, tenant_id: int, user_id: str, trigger: s
     if unavailable:
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return len(outcomes)
+
+
+def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str) -> tuple[int, int]:
+    """Trigger reflection for each scope (no threshold); returns (runs created, scopes whose user was busy)."""
+    created = [reflection_trigger(scope=scope, trigger=trigger)[1] for scope in scopes]
+    return sum(created), len(created) - sum(created)

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from zeromem import services
-from zeromem.models import ApiKey, IdempotencyKey, Memory, MemoryRelation, MemorySource, Tenant
+from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryRelation, MemorySource, Tenant
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -98,7 +98,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_embedding(self, memory: Memory) -> bool:
         return memory.embedding is not None
 
-    actions = ["run_clustering_now", "unmerge", "restore"]
+    actions = ["run_clustering_now", "trigger_reflection", "unmerge", "restore"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories arrive through the API
@@ -110,6 +110,17 @@ class MemoryAdmin(admin.ModelAdmin):
         started, joined = clustering_trigger_users(users=queryset.values_list("tenant_id", "user_id").distinct(),
                                                    trigger="admin")
         self.message_user(request, f"Clustering queued for {started} user(s); {joined} already had an active run.")
+
+    @admin.action(description="Trigger reflection (for the entities of the selected memories)")
+    def trigger_reflection(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        from consolidation.selectors import ReflectionScope
+        from consolidation.tasks import reflection_trigger_scopes
+
+        scopes = [ReflectionScope(*row) for row in queryset.values_list(
+            "tenant_id", "user_id", "entity_id", "namespace").distinct().order_by()]
+        started, busy = reflection_trigger_scopes(scopes=scopes, trigger="admin")
+        self.message_user(request, f"Reflection queued for {started} entity/user scope(s); {busy} skipped because "
+                                   "that user already had an active run (trigger again once it is done).")
 
     @admin.action(description="Unmerge selected semantic memories (sources back to raw)")
     def unmerge(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
@@ -154,3 +165,13 @@ class IdempotencyKeyAdmin(admin.ModelAdmin):
     search_fields = ("key",)
     readonly_fields = ("tenant", "key", "request_hash", "response", "created_at")
 
+
+
+@admin.register(LlmUsage)
+class LlmUsageAdmin(admin.ModelAdmin):
+    list_display = ("tenant", "month", "purpose", "calls", "prompt_tokens", "completion_tokens", "cost_usd")
+    list_filter = ("tenant", "purpose", "month")
+    readonly_fields = [f.name for f in LlmUsage._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

@@ -22,12 +22,33 @@ class Command(BaseCommand):
         updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
         updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
         updates.add_argument("--json", action="store_true")
+        profiles = sub.add_parser("profiles", help="reflection on LoCoMo: every speaker's profile, linked to turns")
+        profiles.add_argument("--path", default=str(locomo.DEFAULT_PATH))
+        profiles.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
+        profiles.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "locomo":
             self._locomo(options)
         elif which == "updates":
             self._updates(options)
+        elif which == "profiles":
+            self._profiles(options)
+
+    def _profiles(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from zeromem.evaluation_profiles import evaluate_profiles
+
+        path = Path(options["path"])
+        if not locomo.available(path):
+            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
+        result = evaluate_profiles(conversations=locomo.load(path)[: options["conversations"] or None],
+                                   progress=self.stderr.write)
+        self.stdout.write(f"{result['speakers_with_profile']} of {result['speakers']} speakers have a profile; "
+                          f"{result['items_linked_to_turns']} of {result['profile_items']} items link to turn ids")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _updates(self, options: dict[str, Any]) -> None:
         from pathlib import Path
