@@ -86,7 +86,8 @@ def test_over_the_monthly_token_budget_reflection_is_skipped(tenant, settings):
         memories = ingest_entity(tenant, n=10)
         run = reflection_run_now(scope=ReflectionScope(tenant.id, *SCOPE), trigger="cli").run
         assert run.status == "skipped" and "monthly token budget exhausted: 1100 of 1000" in run.error
-        assert server.requests == [] and Memory.objects.filter(id__in=[m.id for m in memories], state="raw").count() == 10
+        assert server.requests == []
+        assert Memory.objects.filter(id__in=[m.id for m in memories], state="raw").count() == 10
 
 
 def run_task(tenant):
