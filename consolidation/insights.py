@@ -142,7 +142,7 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 def parse_reply(text: str) -> Reflection:
     """The reply as a Reflection, or InvalidOutput. Tolerates code fences and prose around the object, and
     category spelling ("Domain fact"); types are strict ("0.9" is not a confidence, "3" is not an id)."""
-    obj = _json_object(text)
+    obj = json_object(text)
     for item in obj.get("items", []) if isinstance(obj.get("items"), list) else []:
         if isinstance(item, dict) and isinstance(item.get("category"), str):
             item["category"] = re.sub(r"[\s-]+", "_", item["category"].strip().lower())
@@ -156,7 +156,7 @@ def parse_reply(text: str) -> Reflection:
                       summary=reply.summary.strip())
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def json_object(text: str) -> dict[str, Any]:
     fenced = _FENCE.search(text)
     candidates = [fenced.group(1)] if fenced else []
     candidates.append(text)

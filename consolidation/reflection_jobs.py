@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from consolidation import extraction
 from consolidation.events import event_emit
 from consolidation.insights import (
     MEMORY_KIND,
@@ -43,7 +44,7 @@ from profiles.services import ProfileItem, profile_merge
 from zeromem import llm
 from zeromem.embeddings import embed_texts
 from zeromem.entities import extract_entities
-from zeromem.models import Memory, MemorySource, Tenant
+from zeromem.models import Memory, MemoryRelation, MemorySource, Tenant
 from zeromem.selectors import llm_tokens_this_month
 from zeromem.services import content_hash, llm_usage_add, search_stats_add
 from zeromem.transitions import TransitionRefused
@@ -273,6 +274,8 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
         run_progress(run_id=run.id, calls_planned=run.result.get("calls_done", 0) + len(batches),
                      entity_id=scope.entity_id, user_id=scope.user_id)
     try:
+        if settings.ZEROMEMORY_EXTRACTION_PHASE and not llm.is_builtin(model):
+            _extraction_phase(run, worker, scope, model, [row for batch in batches for row in batch.rows])
         _write_all(run, worker, scope, model, batches, progress)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
@@ -302,6 +305,65 @@ def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model
                                                                    "another writer moved these memories first"))
         if progress:
             progress(done, len(batches))
+
+
+# --- the optional extraction phase ---------------------------------------------------------------------------
+
+def _extraction_phase(run: ConsolidationRun, worker: str, scope: ReflectionScope, model: str,
+                      rows: list[dict[str, Any]]) -> None:
+    """Kind, entities and typed relations for this run's inputs, 10 memories a call (counted apart from the
+    reflection calls). An invalid reply changes nothing."""
+    chunks = [rows[i:i + extraction.BATCH] for i in range(0, len(rows), extraction.BATCH)]
+
+    def call(chunk: list[dict[str, Any]]) -> llm.Completion:
+        return llm.complete(model=model, messages=extraction.build_messages(Batch(chunk).sources))
+
+    for chunk, completion in zip(chunks, llm.map_bounded(call, chunks), strict=True):
+        if isinstance(completion, Exception):
+            raise completion
+        try:
+            labels, relations = extraction.parse_reply(completion.text, range(1, len(chunk) + 1))
+        except InvalidOutput:
+            labels, relations = [], []
+        with transaction.atomic():
+            run_fence(run_id=run.id, worker=worker)
+            _write_labels(run, scope, Batch(chunk), labels, relations)
+            _charge_extraction(run, scope, completion.usage, labelled=len(labels), related=len(relations))
+
+
+def _write_labels(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, labels: list[extraction.Labels],
+                  relations: list[extraction.Relation]) -> None:
+    changes = []
+    for label in labels:
+        row = batch.rows[label.number - 1]
+        memory = Memory.objects.get(id=row["id"])
+        entities = list(dict.fromkeys([*memory.entities, *label.entities]))[:50]
+        if (memory.kind, memory.entities) != (label.kind, entities):
+            changes.append({"id": str(memory.id), "kind": [memory.kind, label.kind], "added_entities":
+                            [e for e in entities if e not in memory.entities]})
+            Memory.objects.filter(id=memory.id).update(kind=label.kind, entities=entities)
+    for relation in relations:
+        MemoryRelation.objects.get_or_create(
+            tenant_id=scope.tenant_id, from_memory_id=batch.rows[relation.source - 1]["id"],
+            to_memory_id=batch.rows[relation.target - 1]["id"], relation_type=relation.type,
+            defaults={"metadata": {"source": "llm", "run_id": str(run.id)}})
+    if changes or relations:
+        ledger_write(tenant_id=scope.tenant_id, action="extraction", actor=f"run:{run.id}", run_id=run.id,
+                     user_id=scope.user_id, memory_ids=[r["id"] for r in batch.rows],
+                     inputs={"changes": changes}, reason="LLM extraction phase: kind, entities, relations",
+                     outputs={"relations": [{"from": str(batch.rows[r.source - 1]["id"]),
+                                             "to": str(batch.rows[r.target - 1]["id"]), "type": r.type}
+                                            for r in relations]})
+
+
+def _charge_extraction(run: ConsolidationRun, scope: ReflectionScope, usage: llm.Usage, *, labelled: int,
+                       related: int) -> None:
+    current = ConsolidationRun.objects.select_for_update().get(pk=run.id).result
+    run_progress(run_id=run.id, **{key: int(current.get(key, 0)) + value for key, value in (
+        ("extraction_calls", usage.calls), ("extraction_prompt_tokens", usage.prompt_tokens),
+        ("extraction_completion_tokens", usage.completion_tokens), ("labelled", labelled),
+        ("relations_proposed", related))})
+    llm_usage_add(tenant_id=scope.tenant_id, purpose="extraction", usage=usage)
 
 
 def _finish(run: ConsolidationRun, worker: str) -> ConsolidationRun:

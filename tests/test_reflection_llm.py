@@ -180,3 +180,33 @@ def test_calls_run_concurrently_and_are_written_in_order(tenant, fake_llm, setti
     run = reflect(tenant)
     assert run.status == "succeeded" and run.llm_calls == 3 and run.result["calls_done"] == 3
     assert Memory.objects.filter(state="consolidated").count() == 15
+
+
+def labelling_model(messages):
+    """Answers the extraction prompt with labels and one relation; reflection prompts like the default."""
+    from zeromem.fake_llm import extractive_answer
+
+    if "You label memories" not in messages[0]["content"]:
+        return extractive_answer(messages)
+    memories = json.loads(messages[1]["content"].removeprefix("Memories: "))
+    return json.dumps({"items": [{"id": m["id"], "kind": "fact", "entities": ["Northwind"]} for m in memories]
+                       + [{"id": 999, "kind": "fact", "entities": ["Ghost"]}],
+                       "relations": [{"from": 1, "to": 2, "type": "causes"}, {"from": 1, "to": 77, "type": "implies"}]})
+
+
+def test_the_extraction_phase_labels_memories_and_is_counted_apart(tenant, fake_llm, settings):
+    from zeromem.models import MemoryRelation
+
+    settings.ZEROMEMORY_EXTRACTION_PHASE = True
+    fake_llm.answer = labelling_model
+    memories = ingest_entity(tenant, n=12)
+    run = reflect(tenant)
+    assert run.status == "succeeded"
+    assert run.result["extraction_calls"] == 2 and run.llm_calls == 1  # 12 memories: 10 + 2 a call; 1 reflection
+    assert len(fake_llm.requests) == 3 and run.result["labelled"] == 12
+    assert all("Northwind" in m.entities and m.kind == "fact" for m in Memory.objects.filter(
+        id__in=[m.id for m in memories]))
+    assert MemoryRelation.objects.filter(relation_type="causes").count() == 2  # one per call, ids mapped back
+    assert not MemoryRelation.objects.filter(relation_type="implies").exists()  # id 77 was never sent
+    assert LlmUsage.objects.get(purpose="extraction").calls == 2
+    assert LlmUsage.objects.get(purpose="reflection").calls == 1
