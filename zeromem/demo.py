@@ -63,6 +63,7 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
                                    top_k=3):
             say(f"   {hit.score:.2f}  {hit.memory.content[:110]}")
     demo_clustering(tenant=tenant, user_id=data.user_id, say=say)
+    demo_reflection(tenant=tenant, user_id=data.user_id, say=say)
     counts = Memory.objects.filter(tenant=tenant).values("memory_type", "state").annotate(n=Count("id"))
     say("\nStored for tenant 'demo': " + ", ".join(f"{c['n']} {c['memory_type']}/{c['state']}" for c in counts))
     say(f"\nAPI key for tenant 'demo' (shown once): {secret}")
@@ -90,3 +91,24 @@ def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None])
         say(f"\n  semantic: {semantic.content}")
         for link in semantic.source_links.select_related("source")[:5]:
             say(f"    ← {link.source.content[:110] if link.source else '(deleted)'}")
+
+
+def demo_reflection(*, tenant: Tenant, user_id: str, say: Callable[[str], None]) -> None:
+    """Reflect every speaker (forced: lifts the thresholds and the current-session rule) and print each profile."""
+    from consolidation.reflection_jobs import reflection_run_now
+    from consolidation.selectors import reflection_eligible_scopes
+    from profiles.selectors import profile_get
+
+    for scope in reflection_eligible_scopes(tenant_id=tenant.id, user_id=user_id, force=True):
+        run = reflection_run_now(scope=scope, trigger="cli", force=True).run
+        say(f"\nReflection on {scope.subject} ({run.status}, model {run.model}): {run.reviewed} memories reviewed, "
+            f"{run.created} semantic memories written")
+        profile = profile_get(tenant_id=tenant.id, user_id=user_id, entity_id=scope.entity_id,
+                              namespace=scope.namespace)
+        if profile is None:
+            continue
+        say(f"  profile v{profile.version}: {profile.summary[:200]}")
+        for name in ("preferences", "behaviors", "facts"):
+            for item in getattr(profile, name)[:4]:
+                say(f"    {name[:-1]:<10} {item['confidence']:.2f}  {item['statement'][:100]}  "
+                    f"(sources: {len(item['source_ids'])})")
