@@ -34,7 +34,8 @@ RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         r"\b(?:fail(?:ed|s|ing|ure)|errors?|crash(?:ed|es|ing)?|timed out|time ?outs?|outage|broke|broken|bugs?|"
         r"ran out of|out of memory|keeps? (?:failing|breaking|crashing))\b", re.I)),
     ("constraint", 0.7, re.compile(
-        r"\b(?:must(?:n't| not)?(?! (?:have|be|feel|'ve)\b)|cannot|can't (?!wait|believe|stop)|not allowed|allergic|deadline|"
+        r"\b(?:must(?:n't| not)?(?! (?:have|be|feel|'ve)\b)|cannot|can't (?!wait|believe|stop)|not allowed|"
+        r"allergic|deadline|"
         r"no longer (?:eat|drink|use)|never (?:eat|drink|use|work|deploy)|only (?:eats?|drinks?|uses?|works?)|"
         r"limit(?:ed)? to|at most|at least)\b", re.I)),
     ("preference", 0.75, re.compile(
