@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
-from consolidation.models import ConsolidationRun, LedgerEntry
+from consolidation.models import ConsolidationRun, LedgerEntry, SessionEnd, WebhookDelivery, WebhookEndpoint
 
 
 class LedgerInline(admin.TabularInline):
@@ -32,3 +34,31 @@ class LedgerEntryAdmin(admin.ModelAdmin):
     search_fields = ("user_id", "reason", "actor")
     date_hierarchy = "created_at"
     readonly_fields = [f.name for f in LedgerEntry._meta.fields]
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    list_display = ("url", "tenant", "event_types", "active", "created_at")
+    list_filter = ("tenant", "active")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """The delivery log: every event sent to an endpoint, its attempts and the last answer."""
+
+    list_display = ("created_at", "endpoint", "event_type", "status", "attempts", "last_status_code",
+                    "delivered_at")
+    list_filter = ("status", "event_type", "endpoint__tenant")
+    readonly_fields = [f.name for f in WebhookDelivery._meta.fields]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+
+@admin.register(SessionEnd)
+class SessionEndAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "tenant", "user_id", "session_id")
+    list_filter = ("tenant",)
+    search_fields = ("user_id", "session_id")
+    readonly_fields = ("tenant", "user_id", "session_id", "created_at")

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 EVENT_TYPES = frozenset({
     "memory.semantic.updated", "memory.merged", "memory.superseded", "memory.archived", "memory.unmerged",
-    "memory.restored", "memory.deleted", "profile.updated", "consolidation.run_completed",
+    "memory.restored", "memory.deleted", "memory.updated", "profile.updated", "consolidation.run_completed",
 })
 STREAM = "zeromem:events"
 STREAM_MAXLEN = 100_000
@@ -31,7 +31,7 @@ memory_event = Signal()
 
 
 @lru_cache(maxsize=1)
-def _redis() -> Any:
+def redis_client() -> Any:
     import redis
 
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
@@ -50,7 +50,7 @@ def event_emit(*, event: str, tenant_id: int, data: dict[str, Any]) -> dict[str,
 def publish(payload: dict[str, Any]) -> None:
     memory_event.send_robust(sender=None, payload=payload)
     try:
-        _redis().xadd(STREAM, {"payload": json.dumps(payload, default=str)}, maxlen=STREAM_MAXLEN,
+        redis_client().xadd(STREAM, {"payload": json.dumps(payload, default=str)}, maxlen=STREAM_MAXLEN,
                       approximate=True)
     except Exception:
         logger.exception("could not publish %s to the %s stream", payload["event"], STREAM)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 
 from django.db import models
@@ -75,6 +76,12 @@ class ConsolidationRun(models.Model):
                 fields=["tenant", "user_id"],
                 condition=Q(status__in=["pending", "running"], kind__in=["clustering", "reflection"]),
             ),
+            # One active lifecycle run per tenant (it works over all of the tenant's users).
+            models.UniqueConstraint(
+                name="one_active_lifecycle_run_per_tenant",
+                fields=["tenant"],
+                condition=Q(status__in=["pending", "running"], kind="lifecycle"),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -105,3 +112,54 @@ class LedgerEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} by {self.actor}"
+
+
+class SessionEnd(models.Model):
+    """An agent said a session is over; the consolidation pass it enqueued runs once however often it is said."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    user_id = models.CharField(max_length=200)
+    session_id = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="session_end_once", fields=["tenant", "user_id", "session_id"])]
+
+
+def webhook_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class WebhookEndpoint(models.Model):
+    """A tenant's receiver: events of the subscribed types (all when empty) are POSTed to it, signed with
+    HMAC-SHA256 over "<timestamp>.<body>" with its secret."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=100, default=webhook_secret,
+                              help_text="shared secret for the X-Zeromem-Signature header (generated; give it to the "
+                                        "receiver)")
+    event_types = models.JSONField(default=list, blank=True, help_text='e.g. ["memory.merged"]; empty = all')
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.url} ({self.tenant})"
+
+
+class WebhookDelivery(models.Model):
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event_id = models.UUIDField()
+    event_type = models.CharField(max_length=50)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, default="pending")  # pending | succeeded | failed
+    attempts = models.IntegerField(default=0)
+    last_status_code = models.IntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        constraints = [models.UniqueConstraint(name="webhook_delivery_once", fields=["endpoint", "event_id"])]
+        indexes = [models.Index(name="webhook_delivery_recent", fields=["endpoint", "created_at"])]

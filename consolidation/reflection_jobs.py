@@ -144,7 +144,8 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
             tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id, namespace=scope.namespace,
             items=[ProfileItem(i.category, i.subject or scope.subject, i.statement, i.confidence,
                                tuple(str(x) for x in batch.ids(i.sources)), str(m.id)) for m, i in insights],
-            summary=kept.summary, run_id=run.id, actor=f"run:{run.id}")
+            summary=kept.summary, summary_source_ids=[str(r["id"]) for r in batch.rows], run_id=run.id,
+            actor=f"run:{run.id}")
         _ledger(run, scope, batch, kept, created, model, result)
         _charge(run, scope, result, reviewed=len(batch.rows), created=len(created),
                 insights=[i.statement for i in kept.insights], profile_updated=profile_updated)

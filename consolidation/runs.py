@@ -37,9 +37,13 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def active_run(*, tenant_id: int, user_id: str) -> ConsolidationRun | None:
-    return (ConsolidationRun.objects.filter(tenant_id=tenant_id, user_id=user_id, status__in=ACTIVE_STATUSES,
-                                            kind__in=["clustering", "reflection"]).first())
+def active_run(*, tenant_id: int, user_id: str, kind: str = "clustering") -> ConsolidationRun | None:
+    """The run that blocks a new one of `kind`: the user's clustering or reflection run, or for lifecycle the
+    tenant's lifecycle run (the two partial unique constraints)."""
+    runs = ConsolidationRun.objects.filter(tenant_id=tenant_id, status__in=ACTIVE_STATUSES)
+    if kind == "lifecycle":
+        return runs.filter(kind="lifecycle").first()
+    return runs.filter(user_id=user_id, kind__in=["clustering", "reflection"]).first()
 
 
 def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity_id: str | None = None,
@@ -52,7 +56,7 @@ def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity
                                                       trigger=trigger, entity_id=entity_id, namespace=namespace)
             return run, True
         except IntegrityError:
-            existing = active_run(tenant_id=tenant_id, user_id=user_id)
+            existing = active_run(tenant_id=tenant_id, user_id=user_id, kind=kind)
             if existing is not None:
                 return existing, False
             # The blocking run finished between our insert and our read: try again.

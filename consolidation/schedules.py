@@ -20,6 +20,9 @@ SCHEDULES: tuple[Schedule, ...] = (
              expires_seconds=3 * 3600),
     Schedule(name="zeromem: weekly reflection", task="consolidation.reflection_fan_out", minute="45", hour="4",
              day_of_week="0", expires_seconds=6 * 3600),  # Sunday 04:45 UTC (crontab: 0 = Sunday)
+    Schedule(name="zeromem: daily lifecycle", task="consolidation.lifecycle_fan_out", minute="30", hour="2",
+             expires_seconds=6 * 3600),
+    Schedule(name="zeromem: flush read accesses", task="zeromem.flush_access", minute="*", expires_seconds=120),
     Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
              minute="*/15", expires_seconds=900),
 )

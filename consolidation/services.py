@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
-from consolidation.models import LedgerEntry
+from consolidation.models import LedgerEntry, SessionEnd
 from zeromem.models import Memory
 from zeromem.transitions import (
     ARCHIVED,
@@ -24,7 +25,7 @@ from zeromem.transitions import (
 
 
 def ledger_write(*, tenant_id: int, action: str, actor: str, run_id: uuid.UUID | None = None, user_id: str = "",
-                 memory_ids: Sequence[uuid.UUID] = (), inputs: dict[str, Any] | None = None,
+                 memory_ids: Sequence[uuid.UUID | str] = (), inputs: dict[str, Any] | None = None,
                  outputs: dict[str, Any] | None = None, reason: str = "", scores: dict[str, Any] | None = None,
                  undoable: bool = False) -> LedgerEntry:
     return LedgerEntry.objects.create(
@@ -83,3 +84,26 @@ def _refusal_reason(tenant_id: int, ids: list[uuid.UUID], operation: str) -> str
 
 
 __all__ = ["RAW", "CONSOLIDATED", "ARCHIVED", "TransitionRefused", "ledger_write", "memory_transition"]
+
+
+def memory_feedback(*, tenant_id: int, memory_id: uuid.UUID, useful: bool, actor: str, step: float) -> float:
+    """Move the memory's reward a `step` share of the way towards +1 (useful) or −1 (not): bounded in [−1, 1],
+    big moves early, small ones once it is settled. Consolidation reads it into stability. Returns the new
+    reward; raises Memory.DoesNotExist for a memory outside the tenant."""
+    target = 1.0 if useful else -1.0
+    with transaction.atomic():
+        updated = Memory.objects.filter(tenant_id=tenant_id, id=memory_id).update(
+            reward_score=F("reward_score") + step * (target - F("reward_score")))
+        if not updated:
+            raise Memory.DoesNotExist(f"memory {memory_id} does not exist in this tenant")
+        memory = Memory.objects.get(id=memory_id)
+        ledger_write(tenant_id=tenant_id, action="feedback", actor=actor, user_id=memory.user_id,
+                     memory_ids=[memory_id], inputs={"useful": useful},
+                     outputs={"reward_score": round(memory.reward_score, 4)}, reason="agent feedback")
+    return float(memory.reward_score)
+
+
+def session_end_record(*, tenant_id: int, user_id: str, session_id: str) -> bool:
+    """Record that a session ended; True only the first time (the caller enqueues the pass then)."""
+    _, created = SessionEnd.objects.get_or_create(tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    return created

@@ -7,14 +7,19 @@ import uuid
 from collections.abc import Iterable
 
 from celery import Task, shared_task
+from django.conf import settings
 from django.utils import timezone
 
-from consolidation.clustering_jobs import clustering_execute
+from consolidation.clustering_jobs import clustering_execute, clustering_run_now
+from consolidation.lifecycle import lifecycle_run_now
 from consolidation.models import ConsolidationRun, RunKind, RunStatus, RunTrigger
 from consolidation.reflection_jobs import reflection_execute, reflection_run_now
 from consolidation.runs import run_finish, run_release, run_request, run_start, run_wait, worker_name
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes, users_with_eligible_memories
+from consolidation.services import session_end_record
+from consolidation.webhooks import DeliveryFailed, webhook_deliver
 from zeromem.llm import LLMUnavailable
+from zeromem.models import Tenant
 from zeromem.tasks import TASK_OPTIONS, enqueue_on_commit
 
 
@@ -136,3 +141,53 @@ def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str
     """Trigger reflection for each scope (no threshold); returns (runs created, scopes whose user was busy)."""
     created = [reflection_trigger(scope=scope, trigger=trigger)[1] for scope in scopes]
     return sum(created), len(created) - sum(created)
+
+
+# --- webhooks, lifecycle, session end --------------------------------------------------------------------------
+
+@shared_task(name="consolidation.webhook_deliver", bind=True, soft_time_limit=120, time_limit=150, acks_late=True,
+             reject_on_worker_lost=True, max_retries=50)
+def webhook_deliver_task(self: Task, *, delivery_id: int) -> bool:
+    """POST one webhook delivery; retried with exponential backoff until it succeeds or its attempts run out."""
+    try:
+        return webhook_deliver(delivery_id=delivery_id)
+    except DeliveryFailed as exc:
+        backoff = settings.ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS * 2 ** self.request.retries
+        raise self.retry(exc=exc, countdown=min(6 * 3600, backoff)) from exc
+
+
+@shared_task(name="consolidation.lifecycle_fan_out", soft_time_limit=600, time_limit=660, expires=6 * 3600,
+             **TASK_OPTIONS)
+def lifecycle_fan_out_task() -> int:
+    """Daily: one lifecycle task per tenant."""
+    tenants = list(Tenant.objects.values_list("id", flat=True))
+    for tenant_id in tenants:
+        lifecycle_run_task.delay(tenant_id=tenant_id)
+    return len(tenants)
+
+
+@shared_task(name="consolidation.lifecycle_run", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
+def lifecycle_run_task(*, tenant_id: int) -> str:
+    return lifecycle_run_now(tenant_id=tenant_id, trigger=RunTrigger.BEAT, wait_seconds=60).run.status
+
+
+def session_end(*, tenant_id: int, user_id: str, session_id: str) -> bool:
+    """Record the end of a session and, the first time only, enqueue a consolidation pass after commit."""
+    created = session_end_record(tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    if created:
+        enqueue_on_commit(consolidation_pass_task, tenant_id=tenant_id, user_id=user_id)
+    return created
+
+
+@shared_task(name="consolidation.consolidation_pass", bind=True, soft_time_limit=3000, time_limit=3300,
+             **TASK_OPTIONS)
+def consolidation_pass_task(self: Task, *, tenant_id: int, user_id: str) -> str:
+    """Clustering for the user (forced: the session is over, so it is no longer the current one), then
+    reflection for each of the user's entities that has become eligible."""
+    clustering = clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.SESSION_END,
+                                    force=True, wait_seconds=2400).run
+    reflected = [reflection_run_now(scope=scope, trigger=RunTrigger.SESSION_END, force=True, wait_seconds=2400).run
+                 for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
+    if any(run.error.startswith("LLM unavailable") for run in reflected):
+        raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
+    return f"clustering {clustering.status}; {len(reflected)} reflection run(s)"

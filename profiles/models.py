@@ -18,6 +18,8 @@ class MemoryProfile(models.Model):
     behaviors = models.JSONField(default=list, blank=True)
     facts = models.JSONField(default=list, blank=True)
     summary = models.TextField(blank=True, default="")
+    # The memories the summary was written from: an erasure of any of them clears it.
+    summary_source_ids = models.JSONField(default=list, blank=True)
     version = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -33,7 +33,8 @@ class ProfileItem:
 
 
 def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str,
-                  items: Sequence[ProfileItem], summary: str, run_id: uuid.UUID | None, actor: str) -> bool:
+                  items: Sequence[ProfileItem], summary: str, summary_source_ids: Sequence[str],
+                  run_id: uuid.UUID | None, actor: str) -> bool:
     """Fold items into the profile (a statement already there gains sources and keeps the higher confidence),
     take the new summary, bump the version; ledger row and `profile.updated` after commit. Call inside the
     transaction that writes the items' memories. Returns whether anything changed."""
@@ -56,10 +57,13 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
         return False
     _trim(profile)
     previous_summary = profile.summary
-    profile.summary = summary or profile.summary
+    if summary:
+        profile.summary, profile.summary_source_ids = summary, list(summary_source_ids)
     profile.version += 1
     profile.save()
+    cited = {s for item in items for s in (*item.source_ids, item.memory_id)} | set(summary_source_ids)
     ledger_write(tenant_id=tenant_id, action="profile.update", actor=actor, run_id=run_id, user_id=user_id,
+                 memory_ids=sorted(cited),
                  inputs={"profile_id": profile.id, "entity_id": entity_id, "namespace": namespace,
                          "previous_summary": previous_summary},
                  outputs={"version": profile.version, "added": added, "folded": folded, "summary": profile.summary},

@@ -12,18 +12,22 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, NinjaAPI, Query, Router, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 from pydantic import ConfigDict, field_validator, model_validator
 
+from consolidation.erasure import memories_erase, memory_correct, scope_erase
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun
 from consolidation.reflection_jobs import reflection_answer
 from consolidation.selectors import ScopeAmbiguous, ScopeNotFound, reflection_scope_resolve
-from consolidation.tasks import RunBusy, reflection_request
+from consolidation.services import memory_feedback
+from consolidation.tasks import RunBusy, reflection_request, session_end
 from profiles.selectors import context_build, profile_get
 from zeromem import selectors, services
+from zeromem.access import access_record
 from zeromem.models import ApiKey, Memory
 from zeromem.selectors import MemoryFilter
 from zeromem.tasks import enqueue_on_commit, memories_embed_task
@@ -112,6 +116,16 @@ class Strict(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
+def checked_content(value: str) -> str:
+    if len(value) > settings.ZEROMEMORY_MAX_CONTENT_CHARS:
+        raise ValueError(f"content is longer than {settings.ZEROMEMORY_MAX_CONTENT_CHARS} characters")
+    if not value.strip():
+        raise ValueError("content is blank")
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")  # PostgreSQL text cannot store them
+    return value
+
+
 class MemoryIn(Strict):
     content: str = Field(..., min_length=1)
     user_id: str = Name
@@ -131,11 +145,7 @@ class MemoryIn(Strict):
     @field_validator("content")
     @classmethod
     def content_within_limit(cls, value: str) -> str:
-        if len(value) > settings.ZEROMEMORY_MAX_CONTENT_CHARS:
-            raise ValueError(f"content is longer than {settings.ZEROMEMORY_MAX_CONTENT_CHARS} characters")
-        if not value.strip():
-            raise ValueError("content is blank")
-        return value
+        return checked_content(value)
 
     @field_validator("entities", "tags")
     @classmethod
@@ -306,6 +316,7 @@ def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
                 "state": link.source.state if link.source else None}
                for link in selectors.memory_sources(memory=memory)]
     memory.sources = sources  # type: ignore[attr-defined]
+    access_record([memory.id])
     return memory
 
 
@@ -314,6 +325,7 @@ def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
     scope = MemoryFilter(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
                          namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states)
     hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k)
+    access_record(h.memory.id for h in hits)
     return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine}
                         for h in hits]}
 
@@ -440,12 +452,110 @@ def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
     built = context_build(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
                           namespace=payload.namespace, query=payload.query, budget_chars=payload.budget_chars)
     profile = built.profile
+    access_record(h.memory.id for h in built.hits)
     return {"context": built.text, "chars": len(built.text), "budget_chars": payload.budget_chars,
             "profile": None if profile is None else {
                 "entity_id": profile.entity_id or None, "version": profile.version, "summary": profile.summary,
                 "items": built.profile_items},
             "memories": [{"id": h.memory.id, "content": h.memory.content, "memory_type": h.memory.memory_type,
                           "created_at": h.memory.created_at, "score": h.score} for h in built.hits]}
+
+
+class CorrectIn(Strict):
+    content: str = Field(..., min_length=1)
+
+    @field_validator("content")
+    @classmethod
+    def content_within_limit(cls, value: str) -> str:
+        return checked_content(value)
+
+
+class ForgetIn(Strict):
+    user_id: str | None = OptionalName
+    entity_id: str | None = OptionalName
+
+    @model_validator(mode="after")
+    def names_someone(self) -> ForgetIn:
+        if not self.entity_id and not self.user_id:
+            raise ValueError("give user_id (forget a user) or entity_id (forget an entity, optionally of one user)")
+        return self
+
+
+class ErasureOut(Schema):
+    deleted: int
+    derived_deleted: int
+    returned_to_raw: int
+    profiles_changed: int
+    ledger_rows_scrubbed: int
+    ids: list[str]
+    profiles_deleted: int = 0
+
+
+class SessionEndIn(Strict):
+    user_id: str = Name
+
+
+class SessionEndOut(Schema):
+    session_id: str
+    user_id: str
+    queued: bool
+
+
+class FeedbackIn(Strict):
+    useful: bool
+
+
+class FeedbackOut(Schema):
+    id: uuid.UUID
+    reward_score: float
+
+
+def actor(request: HttpRequest) -> str:
+    return f"apikey:{request.auth.prefix}"  # type: ignore[attr-defined]
+
+
+@router.delete("/memories/{memory_id}", response=ErasureOut)
+def memory_erase(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
+    if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
+        raise HttpError(404, "no such memory")
+    return memories_erase(tenant_id=tenant_id(request), memory_ids=[memory_id], actor=actor(request),
+                          reason="erasure request").as_json()
+
+
+@router.patch("/memories/{memory_id}", response=MemoryOut)
+def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn) -> Memory:
+    if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
+        raise HttpError(404, "no such memory")
+    try:
+        memory_correct(tenant_id=tenant_id(request), memory_id=memory_id, content=payload.content,
+                       actor=actor(request))
+    except IntegrityError as exc:
+        raise HttpError(409, "the same content is already stored in this memory's session") from exc
+    return Memory.objects.get(id=memory_id)
+
+
+@router.post("/forget", response=ErasureOut)
+def forget(request: HttpRequest, payload: ForgetIn) -> dict[str, Any]:
+    return scope_erase(tenant_id=tenant_id(request), actor=actor(request), user_id=payload.user_id,
+                       entity_id=payload.entity_id)
+
+
+@router.post("/sessions/{session_id}/end", response={202: SessionEndOut})
+def session_end_view(request: HttpRequest, session_id: str, payload: SessionEndIn) -> Status:
+    if not 1 <= len(session_id) <= 200 or "\x00" in session_id:
+        raise HttpError(422, "session_id must be 1–200 characters")
+    queued = session_end(tenant_id=tenant_id(request), user_id=payload.user_id, session_id=session_id)
+    return Status(202, {"session_id": session_id, "user_id": payload.user_id, "queued": queued})
+
+
+@router.post("/memories/{memory_id}/feedback", response=FeedbackOut)
+def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: FeedbackIn) -> dict[str, Any]:
+    try:
+        reward = memory_feedback(tenant_id=tenant_id(request), memory_id=memory_id, useful=payload.useful,
+                                 actor=actor(request), step=settings.ZEROMEMORY_FEEDBACK_STEP)
+    except Memory.DoesNotExist as exc:
+        raise HttpError(404, "no such memory") from exc
+    return {"id": memory_id, "reward_score": reward}
 
 
 api.add_router("/", router)

@@ -216,6 +216,33 @@ def search_stats_add(*, memory_ids: Sequence[uuid.UUID]) -> None:
             """, [ids])
 
 
+def search_stats_remove(*, memory_ids: Sequence[uuid.UUID]) -> None:
+    """Take memories about to be deleted or rewritten out of the BM25 statistics (the mirror of
+    `search_stats_add`); terms no memory uses any more are dropped with them."""
+    if not memory_ids:
+        return
+    ids = [str(i) for i in memory_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE zeromem_termstat s SET doc_count = s.doc_count - d.n
+              FROM (SELECT m.tenant_id, m.user_id, t.lexeme AS term, count(*) AS n
+                      FROM zeromem_memory m, unnest(m.search_vector) AS t
+                     WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3) d
+             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id AND s.term = d.term
+            """, [ids])
+        cursor.execute(
+            """DELETE FROM zeromem_termstat WHERE doc_count <= 0 AND (tenant_id, user_id) IN
+                 (SELECT DISTINCT tenant_id, user_id FROM zeromem_memory WHERE id = ANY(%s::uuid[]))""", [ids])
+        cursor.execute(
+            """
+            UPDATE zeromem_usersearchstats s SET doc_count = s.doc_count - d.n, total_length = s.total_length - d.len
+              FROM (SELECT m.tenant_id, m.user_id, count(*) AS n, coalesce(sum(length(m.search_vector)), 0) AS len
+                      FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2) d
+             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id
+            """, [ids])
+
+
 def memories_embed_pending(*, memory_ids: Sequence[uuid.UUID] | None = None, batch_size: int = 256,
                            progress: Callable[[int], None] | None = None) -> int:
     """Embed memories that have no vector yet (given ids, or all of them); idempotent. Returns how many

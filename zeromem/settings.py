@@ -249,3 +249,26 @@ ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONF
 ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
 # With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.
 ZEROMEMORY_EXTRACTION_PHASE = env_bool("ZEROMEMORY_EXTRACTION_PHASE", False)
+
+# --- lifecycle (DESIGN.md §5); each is overridable per tenant in Tenant.overrides under the lower-case name
+# after ZEROMEMORY_ (e.g. {"decay_half_life_days": 14, "purge_days": 7}) ------------------------------------------
+# activation = importance × 2^(−days since last access (or creation) / half-life)
+ZEROMEMORY_DECAY_HALF_LIFE_DAYS = env_float("ZEROMEMORY_DECAY_HALF_LIFE_DAYS", 30.0, minimum=0.1, maximum=36_500.0)
+# Raw memories whose activation falls below this and whose importance is below the keep floor are archived.
+ZEROMEMORY_ARCHIVE_THRESHOLD = env_float("ZEROMEMORY_ARCHIVE_THRESHOLD", 0.05, minimum=0.0, maximum=1.0)
+ZEROMEMORY_KEEP_FLOOR = env_float("ZEROMEMORY_KEEP_FLOOR", 0.7, minimum=0.0, maximum=1.0)
+# Consolidated episodic memories older than this with importance below RETENTION_IMPORTANCE are archived.
+ZEROMEMORY_RETENTION_DAYS = env_float("ZEROMEMORY_RETENTION_DAYS", 90.0, minimum=0.0, maximum=36_500.0)
+ZEROMEMORY_RETENTION_IMPORTANCE = env_float("ZEROMEMORY_RETENTION_IMPORTANCE", 0.5, minimum=0.0, maximum=1.0)
+# Archived memories are deleted this long after archiving (provenance keeps their id and content hash).
+ZEROMEMORY_PURGE_DAYS = env_float("ZEROMEMORY_PURGE_DAYS", 30.0, minimum=0.0, maximum=36_500.0)
+ZEROMEMORY_LIFECYCLE_BATCH = env_int("ZEROMEMORY_LIFECYCLE_BATCH", 1000, minimum=1, maximum=100_000)
+# Feedback moves reward_score this share of the way towards +1 (useful) or −1 (not useful).
+ZEROMEMORY_FEEDBACK_STEP = env_float("ZEROMEMORY_FEEDBACK_STEP", 0.2, minimum=0.01, maximum=1.0)
+
+# --- webhooks ---------------------------------------------------------------------------------------------------
+ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1,
+                                               maximum=120.0)
+ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS = env_int("ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=50)
+ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = env_float("ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0,
+                                               maximum=3600.0)

@@ -37,3 +37,11 @@ def memories_embed_task(*, memory_ids: list[str]) -> int:
 def memories_embed_missing_task() -> int:
     """Safety net for memories stored while the embedder was failing: they get a vector on the next sweep."""
     return services.memories_embed_pending()
+
+
+@shared_task(name="zeromem.flush_access", soft_time_limit=240, time_limit=300, expires=120, **TASK_OPTIONS)
+def access_flush_task() -> int:
+    """Every minute: buffered read accesses into access_count / last_accessed_at."""
+    from zeromem.access import access_flush
+
+    return access_flush()

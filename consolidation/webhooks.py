@@ -1,0 +1,96 @@
+"""Webhooks: per-tenant endpoints subscribed to event types, fed from the same after-commit events as the Redis
+stream (so a rolled-back change is never announced).
+
+Each event becomes one WebhookDelivery row per subscribed endpoint and a Celery task that POSTs it, signed:
+`X-Zeromem-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the endpoint's secret>` and
+`X-Zeromem-Timestamp` (receivers should reject old timestamps to stop replays). Anything but a 2xx is retried with
+exponential backoff up to ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS; every attempt is logged on the delivery row (admin).
+A failing or slow endpoint only ever occupies its own delivery task: jobs never wait on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.dispatch import receiver
+from django.utils import timezone
+
+from consolidation.events import memory_event
+from consolidation.models import WebhookDelivery, WebhookEndpoint
+
+logger = logging.getLogger(__name__)
+
+
+class DeliveryFailed(Exception):
+    """The endpoint did not answer 2xx; the task retries later."""
+
+
+def webhook_signature(*, secret: str, timestamp: str, body: bytes) -> str:
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def webhook_deliveries_create(*, payload: dict[str, Any]) -> list[int]:
+    """One delivery per active endpoint of the event's tenant subscribed to its type (all types when empty)."""
+    endpoints = [e for e in WebhookEndpoint.objects.filter(tenant_id=payload["tenant"], active=True)
+                 if not e.event_types or payload["event"] in e.event_types]
+    created = []
+    for endpoint in endpoints:
+        delivery, new = WebhookDelivery.objects.get_or_create(
+            endpoint=endpoint, event_id=uuid.UUID(payload["id"]),
+            defaults={"event_type": payload["event"], "payload": json.loads(json.dumps(payload, default=str))})
+        if new:
+            created.append(delivery.id)
+    return created
+
+
+def webhook_deliver(*, delivery_id: int) -> bool:
+    """POST one delivery; True when delivered (or already delivered), DeliveryFailed otherwise."""
+    delivery = WebhookDelivery.objects.select_related("endpoint").get(id=delivery_id)
+    if delivery.status == "succeeded":
+        return True
+    body = json.dumps(delivery.payload, separators=(",", ":")).encode()
+    timestamp = str(int(time.time()))
+    headers = {"Content-Type": "application/json", "X-Zeromem-Event": delivery.event_type,
+               "X-Zeromem-Delivery": str(delivery.id), "X-Zeromem-Timestamp": timestamp,
+               "X-Zeromem-Signature": webhook_signature(secret=delivery.endpoint.secret, timestamp=timestamp,
+                                                        body=body)}
+    try:
+        response = httpx.post(delivery.endpoint.url, content=body, headers=headers,
+                              timeout=settings.ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS)
+        code, error = response.status_code, "" if response.is_success else response.text[:500]
+    except httpx.HTTPError as exc:
+        code, error = None, f"{type(exc).__name__}: {exc}"[:500]
+    return _record_attempt(delivery, code, error)
+
+
+def _record_attempt(delivery: WebhookDelivery, code: int | None, error: str) -> bool:
+    delivery.attempts += 1
+    delivery.last_status_code, delivery.last_error = code, error
+    ok = code is not None and 200 <= code < 300
+    if ok:
+        delivery.status, delivery.delivered_at = "succeeded", timezone.now()
+    elif delivery.attempts >= settings.ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS:
+        delivery.status = "failed"
+    delivery.save()
+    if not ok and delivery.status != "failed":
+        raise DeliveryFailed(f"delivery {delivery.id}: {code or error}")
+    return ok
+
+
+@receiver(memory_event, dispatch_uid="zeromem-webhooks")
+def _on_event(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
+    """After commit: create the deliveries and enqueue them. Errors are logged (the signal is sent robustly):
+    the change that caused the event is already committed and must not be affected."""
+    from consolidation.tasks import webhook_deliver_task
+
+    for delivery_id in webhook_deliveries_create(payload=payload):
+        webhook_deliver_task.apply_async(kwargs={"delivery_id": delivery_id})
