@@ -7,13 +7,14 @@ Views parse input, call one service or selector, format output. One error shape 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone as dj_timezone
 from ninja import Field, NinjaAPI, Query, Router, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
@@ -29,6 +30,7 @@ from profiles.selectors import context_build, profile_get
 from zeromem import selectors, services
 from zeromem.access import access_record
 from zeromem.models import ApiKey, Memory
+from zeromem.ratelimit import RateLimited, rate_limit_check
 from zeromem.selectors import MemoryFilter
 from zeromem.tasks import enqueue_on_commit, memories_embed_task
 
@@ -37,6 +39,7 @@ class ApiKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         key = selectors.apikey_authenticate(secret=token)
         if key is not None:
+            rate_limit_check(key_prefix=key.prefix)
             services.apikey_touch(key=key)
         return key
 
@@ -79,6 +82,13 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error_response(request, 413, "too_large", "the request body is larger than the server accepts")
 
 
+@api.exception_handler(RateLimited)
+def on_rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    response = error_response(request, 429, "rate_limited", str(exc))
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 @api.exception_handler(ScopeNotFound)
 def on_scope_not_found(request: HttpRequest, exc: ScopeNotFound) -> HttpResponse:
     return error_response(request, 404, "not_found", str(exc))
@@ -112,8 +122,47 @@ Name = Field(..., min_length=1, max_length=200)
 OptionalName = Field(None, min_length=1, max_length=200)
 
 
+def _unstorable(value: Any) -> bool:
+    """A NUL character or a lone surrogate (valid JSON, not valid UTF-8) anywhere in the value."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_unstorable(v) for v in value)
+    return False
+
+
 class Strict(Schema):
+    """Unknown fields are refused, and so are NUL characters and lone surrogates anywhere (PostgreSQL text and
+    jsonb cannot hold them)."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def no_nul_anywhere(cls, data: Any) -> Any:
+        if _unstorable(data):
+            raise ValueError("NUL characters and lone surrogates are not allowed")
+        return data
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """An aware datetime in UTC (PostgreSQL refuses offsets past ±15:59; naive times are ambiguous)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError("a date-time needs a time zone (e.g. 2024-03-01T09:00:00Z)")
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("date-time out of range") from exc
 
 
 def checked_content(value: str) -> str:
@@ -146,6 +195,14 @@ class MemoryIn(Strict):
     @classmethod
     def content_within_limit(cls, value: str) -> str:
         return checked_content(value)
+
+    @field_validator("created_at")
+    @classmethod
+    def not_in_the_future(cls, value: datetime | None) -> datetime | None:
+        value = as_utc(value)
+        if value is not None and value > dj_timezone.now() + timedelta(seconds=settings.ZEROMEMORY_MAX_FUTURE_SECONDS):
+            raise ValueError("created_at is too far in the future")
+        return value
 
     @field_validator("entities", "tags")
     @classmethod
@@ -238,6 +295,11 @@ class ListQuery(Strict):
     cursor: str | None = Field(None, max_length=500)
     limit: int = Field(50, ge=1, le=500)
 
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def in_utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
+
 
 class SearchIn(Strict):
     query: str = Field(..., min_length=1, max_length=4000)
@@ -287,9 +349,12 @@ class ProfileOut(Schema):
 @router.post("/memories", response={201: StoredOut})
 def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status:
     inline = len(payload.memories) <= settings.ZEROMEMORY_INLINE_EMBED_MAX
+    idempotency_key = request.headers.get("Idempotency-Key") or None
+    if idempotency_key is not None and (len(idempotency_key) > 200 or not idempotency_key.isprintable()):
+        raise HttpError(400, "Idempotency-Key must be at most 200 printable characters")
     result = services.memories_ingest(
         tenant_id=tenant_id(request), items=[services.MemoryInput(**m.model_dump()) for m in payload.memories],
-        embed=inline, idempotency_key=request.headers.get("Idempotency-Key") or None)
+        embed=inline, idempotency_key=idempotency_key)
     if not inline and result.created:
         enqueue_on_commit(memories_embed_task, memory_ids=[str(i) for i in result.ids])
     return Status(201, result.as_json())

@@ -142,6 +142,7 @@ TEMPLATES = [{
 }]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
+FORMS_URLFIELD_ASSUME_HTTPS = True  # the Django 6 default, today
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
@@ -272,3 +273,10 @@ ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("ZEROMEMORY_WEBHOOK_TIMEOUT_SECON
 ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS = env_int("ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=50)
 ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = env_float("ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0,
                                                maximum=3600.0)
+
+# --- API limits -------------------------------------------------------------------------------------------------
+# Requests per API key per window (0 = no limit); past it: 429 with Retry-After.
+ZEROMEMORY_RATE_LIMIT_REQUESTS = env_int("ZEROMEMORY_RATE_LIMIT_REQUESTS", 1200, minimum=0, maximum=10_000_000)
+ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1, maximum=86_400)
+# Memories dated further in the future than this are refused (a far-future date would pin the "current session").
+ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)
