@@ -137,21 +137,23 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
                                   sources=[r["id"] for r in batch.rows], kind="observation",
                                   importance=max(r["importance"] for r in batch.rows),
                                   confidence=0.7, tags=["reflection", "digest"], extra={"model": model})
-        created = [m for m, _ in insights] + [digest_memory]
+        written = [m for m, _, _ in insights] + [digest_memory]
+        created = [m for m, _, new in insights if new] + [digest_memory]
         search_stats_add(memory_ids=[m.id for m in created])
         _retire_inputs(run, scope, batch, now)
         profile_updated = profile_merge(
             tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id, namespace=scope.namespace,
             items=[ProfileItem(i.category, i.subject or scope.subject, i.statement, i.confidence,
-                               tuple(str(x) for x in batch.ids(i.sources)), str(m.id)) for m, i in insights],
+                               tuple(str(x) for x in batch.ids(i.sources)), str(m.id)) for m, i, _ in insights],
             summary=kept.summary, summary_source_ids=[str(r["id"]) for r in batch.rows], run_id=run.id,
             actor=f"run:{run.id}")
-        _ledger(run, scope, batch, kept, created, model, result)
+        _ledger(run, scope, batch, kept, written, model, result)
         _charge(run, scope, result, reviewed=len(batch.rows), created=len(created),
                 insights=[i.statement for i in kept.insights], profile_updated=profile_updated)
-        for memory in created:
+        for memory in written:
             event_emit(event="memory.semantic.updated", tenant_id=scope.tenant_id, data={
-                "semantic_id": str(memory.id), "user_id": scope.user_id, "created": True, "reflection": True,
+                "semantic_id": str(memory.id), "user_id": scope.user_id, "created": memory in created,
+                "reflection": True,
                 "source_ids": [str(s) for s in memory.metadata["source_ids"]]})
     return [i.statement for i in kept.insights]
 
@@ -163,12 +165,33 @@ def _fallback_digest(scope: ReflectionScope, batch: Batch) -> str:
 
 
 def _insight_memory(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, insight: Any,
-                    vector: list[float] | None, model: str, now: Any) -> tuple[Memory, Any]:
+                    vector: list[float] | None, model: str, now: Any) -> tuple[Memory, Any, bool]:
+    """(memory, insight, new): a new insight memory, or the active one that already states exactly this (it
+    gains the new sources)."""
+    existing = (Memory.objects.select_for_update()
+                .filter(tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id,
+                        namespace=scope.namespace, memory_type="semantic", state="raw",
+                        content_hash=content_hash(insight.statement), tags__contains=["insight"]).first())
+    if existing is not None:
+        return _corroborate(existing, batch, batch.ids(insight.sources), insight.confidence), insight, False
     memory = _semantic(run, scope, batch, content=insight.statement, vector=vector, now=now,
                        sources=batch.ids(insight.sources), kind=MEMORY_KIND[insight.category], importance=0.8,
                        confidence=insight.confidence, tags=["reflection", "insight", insight.category],
                        extra={"category": insight.category, "subject": insight.subject, "model": model})
-    return memory, insight
+    return memory, insight, True
+
+
+def _corroborate(memory: Memory, batch: Batch, sources: Sequence[uuid.UUID], confidence: float) -> Memory:
+    cited = set(sources)
+    rows = [r for r in batch.rows if r["id"] in cited]
+    MemorySource.objects.bulk_create([MemorySource(memory=memory, source_id=r["id"], source_memory_id=r["id"],
+                                                   source_content_hash=r["content_hash"]) for r in rows],
+                                     ignore_conflicts=True)
+    ids = list(dict.fromkeys([*memory.metadata.get("source_ids", []), *(str(r["id"]) for r in rows)]))
+    memory.metadata = {**memory.metadata, "source_ids": ids, "source_count": len(ids)}
+    memory.corroboration_count, memory.confidence = len(ids), max(memory.confidence, confidence)
+    memory.save(update_fields=["metadata", "corroboration_count", "confidence", "updated_at"])
+    return memory
 
 
 def _semantic(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, *, content: str,

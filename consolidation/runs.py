@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -26,7 +27,9 @@ from django.utils import timezone
 from consolidation.events import event_emit
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunStatus
 
-LEASE = timedelta(minutes=5)
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.ZEROMEMORY_RUN_LEASE_SECONDS)
 
 
 class LeaseLost(Exception):
@@ -63,11 +66,13 @@ def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity
 
 
 def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) -> ConsolidationRun | None:
-    """Claim the run for `worker`; None when it is finished or a live worker holds it."""
+    """Claim the run for `worker`; None when it is finished or another live worker holds it. The same worker may
+    take its own run back (a task retried in the process that held it, e.g. after a dropped connection)."""
     now = now or timezone.now()
-    claimable = Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+    claimable = (Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+                 | Q(status=RunStatus.RUNNING, worker=worker))
     claimed = (ConsolidationRun.objects.filter(claimable, pk=run_id)
-               .update(status=RunStatus.RUNNING, worker=worker, lease_expires_at=now + LEASE, heartbeat_at=now))
+               .update(status=RunStatus.RUNNING, worker=worker, lease_expires_at=now + lease(), heartbeat_at=now))
     if not claimed:
         return None
     ConsolidationRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
@@ -78,7 +83,7 @@ def run_fence(*, run_id: uuid.UUID, worker: str) -> None:
     """Renew the lease; call inside each write transaction so a lost lease aborts the write."""
     now = timezone.now()
     renewed = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-               .update(lease_expires_at=now + LEASE, heartbeat_at=now))
+               .update(lease_expires_at=now + lease(), heartbeat_at=now))
     if not renewed:
         raise LeaseLost(f"run {run_id} is no longer held by {worker}")
 

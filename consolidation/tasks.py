@@ -110,7 +110,8 @@ def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
                        error=f"LLM unavailable after {self.request.retries + 1} attempts: {exc}")
             return RunStatus.FAILED
         run_release(run_id=run.id, worker=worker, reason=f"LLM unavailable, retrying: {exc}")
-        raise self.retry(exc=exc, countdown=min(3600, 30 * 2 ** self.request.retries)) from exc
+        countdown = min(3600, settings.ZEROMEMORY_LLM_RETRY_SECONDS * 2 ** self.request.retries)
+        raise self.retry(exc=exc, countdown=countdown) from exc
 
 
 @shared_task(name="consolidation.reflection_fan_out", soft_time_limit=1800, time_limit=1900, expires=6 * 3600,

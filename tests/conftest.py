@@ -16,12 +16,9 @@ from zeromem.models import Tenant
 
 def subprocess_database_url() -> str:
     """DATABASE_URL pointing at the test database pytest-django created, for subprocesses (worker, beat, CLI)."""
-    from urllib.parse import urlsplit, urlunsplit
+    from zeromem.proof.processes import current_database_url
 
-    from django.db import connection
-
-    url = urlsplit(os.environ["DATABASE_URL"])
-    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+    return current_database_url()
 
 
 @pytest.fixture

@@ -77,7 +77,10 @@ def test_a_second_reflection_folds_into_the_profile_instead_of_overwriting(tenan
     after = profile.preferences + profile.behaviors + profile.facts
     assert profile.version == 2 and before <= {i["statement"] for i in after}
     assert len(after) == len({i["statement"] for i in after})  # folded, not duplicated
-    assert any(len(i["memory_ids"]) == 2 for i in after)
+    assert any(len(i["source_ids"]) == 2 for i in after)  # the same statement found a week later
+    insights = list(Memory.objects.filter(tags__contains=["insight"], state="raw").values_list("content", flat=True))
+    assert len(insights) == len(set(insights))  # a statement found again corroborates its memory
+    assert Memory.objects.filter(tags__contains=["insight"], corroboration_count=2).exists()
 
 
 def test_malformed_json_twice_fails_the_call_and_touches_nothing(tenant, fake_llm):

@@ -280,3 +280,9 @@ ZEROMEMORY_RATE_LIMIT_REQUESTS = env_int("ZEROMEMORY_RATE_LIMIT_REQUESTS", 1200,
 ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1, maximum=86_400)
 # Memories dated further in the future than this are refused (a far-future date would pin the "current session").
 ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)
+
+# --- runs -------------------------------------------------------------------------------------------------------
+# A claimed run's lease, renewed in every write transaction; another worker may take an expired one over.
+ZEROMEMORY_RUN_LEASE_SECONDS = env_int("ZEROMEMORY_RUN_LEASE_SECONDS", 300, minimum=1, maximum=86_400)
+# First retry delay of a reflection task whose LLM was unavailable (doubles on each retry, at most an hour).
+ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minimum=0, maximum=3600)
