@@ -198,6 +198,11 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # time limit; run claims carry their own lease (DESIGN.md §3).
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("ZEROMEMORY_VISIBILITY_TIMEOUT", 7200, minimum=10, maximum=86_400),
+    # How often a worker looks for messages whose worker died (older than the visibility timeout) to redeliver.
+    # kombu's default sweep is every 10 s × a throttle of 10; one cheap sorted-set query every
+    # ZEROMEMORY_BROKER_RESTORE_SECONDS instead.
+    "unacked_restore_interval": env_int("ZEROMEMORY_BROKER_RESTORE_SECONDS", 10, minimum=1, maximum=3600),
+    "unacked_restore_throttle": 1,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 

@@ -61,6 +61,8 @@ class Report:
     load_ingest_p99_ms: float = 0.0
     load_requests_per_s: float = 0.0
     load_during_clustering_share: float = 0.0
+    baseline_search_p50_ms: float = 0.0  # the same clients with no job running, for comparison
+    baseline_search_p99_ms: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -94,6 +96,7 @@ def rig(logs: Path) -> Iterator[Rig]:
     with FakeLLM() as llm:
         tenant = services.tenant_get_or_create(name=f"prove-resilience-{uuid.uuid4().hex[:6]}")
         env = child_env(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_VISIBILITY_TIMEOUT="10",
+                        ZEROMEMORY_BROKER_RESTORE_SECONDS="2",
                         ZEROMEMORY_RUN_LEASE_SECONDS="4", ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
                         ZEROMEMORY_LLM_API_BASE=llm.api_base, ZEROMEMORY_LLM_API_KEY="sk-proof",
                         ZEROMEMORY_LLM_CONCURRENCY="1", ZEROMEMORY_LLM_TIMEOUT_SECONDS="2",
@@ -398,11 +401,17 @@ def load(state: Rig, report: Report, *, requests: int, seconds: float, clients: 
     port = free_port()
     server = gunicorn(state.worker_env, state.logs / "gunicorn.log", port=port).start()
     try:
-        _wait_http(f"http://127.0.0.1:{port}/api/v1/public/memory/v2/openapi.json")
+        base = f"http://127.0.0.1:{port}/api/v1/public/memory/v2"
+        _wait_http(f"{base}/openapi.json")
+        idle = _hammer(base, key, requests=max(100, requests // 5), seconds=seconds / 5, clients=clients,
+                       run_id=uuid.uuid4(), http=httpx)
+        idle_search = [s.ms for s in idle if s.kind == "search"]
+        report.baseline_search_p50_ms = _percentile(idle_search, 0.5)
+        report.baseline_search_p99_ms = _percentile(idle_search, 0.99)
         run_id, _ = clustering_trigger(tenant_id=state.tenant.id, user_id=big, trigger="beat")
         _when_running(run_id, 60)
         started = time.perf_counter()
-        samples = _hammer(f"http://127.0.0.1:{port}/api/v1/public/memory/v2", key, requests=requests,
+        samples = _hammer(base, key, requests=requests,
                           seconds=seconds, clients=clients, run_id=run_id, http=httpx)
         elapsed = time.perf_counter() - started
     finally:
@@ -412,7 +421,8 @@ def load(state: Rig, report: Report, *, requests: int, seconds: float, clients: 
     wait_settled(state.tenant, big, 600)
     say(f"load: {report.load_requests} requests, {report.load_errors} errors, p50 {report.load_p50_ms} ms, "
         f"p99 {report.load_p99_ms} ms (search p99 {report.load_search_p99_ms} ms), "
-        f"{report.load_during_clustering_share:.0%} of them while the clustering run was in progress")
+        f"{report.load_during_clustering_share:.0%} of them while the clustering run was in progress; with no job "
+        f"running: search p50 {report.baseline_search_p50_ms} ms, p99 {report.baseline_search_p99_ms} ms")
 
 
 @dataclass(frozen=True)
@@ -508,5 +518,5 @@ def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, lo
         crash_rounds(state, report, rounds, say)
         overlap(state, report, say)
         fault_cases(state, report, say)
-        load(state, report, requests=load_requests, seconds=load_seconds, clients=8, say=say)
+        load(state, report, requests=load_requests, seconds=load_seconds, clients=4, say=say)
     return report

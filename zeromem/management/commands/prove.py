@@ -47,6 +47,8 @@ class Command(BaseCommand):
                 ("load p50 / p99 ms", f"{result['load_p50_ms']} / {result['load_p99_ms']}", ""),
                 ("search p50 / p99 ms", f"{result['load_search_p50_ms']} / {result['load_search_p99_ms']}",
                  "p99 ≤ 100 (aim)"),
+                ("search p50 / p99 ms, no job running",
+                 f"{result['baseline_search_p50_ms']} / {result['baseline_search_p99_ms']}", ""),
                 ("requests/s", result["load_requests_per_s"], "")]
         self.stdout.write(f"{'check':<34}{'result':>16}  target")
         for name, value, target in rows:
