@@ -291,3 +291,7 @@ ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400,
 ZEROMEMORY_RUN_LEASE_SECONDS = env_int("ZEROMEMORY_RUN_LEASE_SECONDS", 300, minimum=1, maximum=86_400)
 # First retry delay of a reflection task whose LLM was unavailable (doubles on each retry, at most an hour).
 ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minimum=0, maximum=3600)
+
+# --- metrics ----------------------------------------------------------------------------------------------------
+# Bearer token for GET /metrics (Prometheus); empty = the endpoint answers 403.
+ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip()

@@ -1,9 +1,11 @@
 from django.contrib import admin
 from django.urls import path
 
+from zeromem import views
 from zeromem.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/public/memory/v2/", api.urls),
+    path("metrics", views.metrics, name="metrics"),
 ]

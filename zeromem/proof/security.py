@@ -54,6 +54,10 @@ EXPECTED_API: dict[tuple[str, str], dict[str, int]] = {
     ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "own": 202},
     ("POST", "memories/<memory_id>/feedback"): {"other_tenant": 404, "own": 200},
 }
+# Everything else in the URL configuration. /metrics takes the metrics token, never an API key.
+EXPECTED_OTHER: dict[str, dict[str, int]] = {
+    "metrics": {"none": 401, "malformed": 401, "revoked": 401, "other_tenant": 401, "own": 200},
+}
 ADMIN_ANONYMOUS = 302  # anonymous and non-staff users are sent to the login page
 ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200}
 ADMIN_SKIPPED = {"login/", "logout/", "autocomplete/", "r/<path:content_type_id>/<path:object_id>/"}
@@ -196,6 +200,27 @@ def check_api(world: World, report: Report) -> None:
                                              f"{expected_api(method, route, key)}")
         if key != "own" and owner_fingerprint(world) != before:
             report.authz_failures.append(f"the owner's data changed during the {key!r} column")
+
+
+def check_other(world: World, report: Report) -> None:
+    """Routes outside the API and the admin: each must be in EXPECTED_OTHER."""
+    token = f"proof-metrics-{uuid.uuid4().hex}"
+    with override_settings(ZEROMEMORY_METRICS_TOKEN=token):
+        for route, _ in url_patterns():
+            if route.startswith((API, "admin/")):
+                continue
+            report.endpoints.add(f"GET /{route}")
+            if route not in EXPECTED_OTHER:
+                report.authz_failures.append(f"GET /{route}: not in the matrix (write its row down)")
+                continue
+            for key in KEYS:
+                secret = token if key == "own" else world.secrets[key]
+                headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+                status = Client(raise_request_exception=False).get("/" + route, headers=headers).status_code
+                report.authz_cases += 1
+                if status != EXPECTED_OTHER[route][key]:
+                    report.authz_failures.append(f"GET /{route} with {key}: {status}, expected "
+                                                 f"{EXPECTED_OTHER[route][key]}")
 
 
 def admin_pages(world: World) -> Iterator[tuple[str, str]]:
@@ -447,6 +472,7 @@ def _prove(fuzz_per_operation: int, say: Callable[[str], None]) -> Report:
                            ZEROMEMORY_EMBEDDING_MODEL="builtin:hash"):
         world = build_world()
         check_api(world, report)
+        check_other(world, report)
         say(f"API matrix: {report.authz_cases} cases")
         world = build_world()
         check_admin(world, report)
