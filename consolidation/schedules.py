@@ -22,6 +22,8 @@ SCHEDULES: tuple[Schedule, ...] = (
              day_of_week="0", expires_seconds=6 * 3600),  # Sunday 04:45 UTC (crontab: 0 = Sunday)
     Schedule(name="zeromem: daily lifecycle", task="consolidation.lifecycle_fan_out", minute="30", hour="2",
              expires_seconds=6 * 3600),
+    Schedule(name="zeromem: requeue runs whose task was lost", task="consolidation.requeue_stale_runs",
+             minute="*/5", expires_seconds=240),
     Schedule(name="zeromem: flush read accesses", task="zeromem.flush_access", minute="*", expires_seconds=120),
     Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
              minute="*/15", expires_seconds=900),

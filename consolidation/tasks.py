@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from celery import Task, shared_task
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.clustering_jobs import clustering_execute, clustering_run_now
@@ -192,3 +194,35 @@ def consolidation_pass_task(self: Task, *, tenant_id: int, user_id: str) -> str:
     if any(run.error.startswith("LLM unavailable") for run in reflected):
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return f"clustering {clustering.status}; {len(reflected)} reflection run(s)"
+
+
+# --- the sweep for runs whose task was lost ----------------------------------------------------------------------
+
+STALE_AFTER = timedelta(minutes=10)
+
+
+def requeue_stale_runs(*, now: datetime | None = None) -> int:
+    """Enqueue again the task of every run still pending STALE_AFTER after it was requested, or running with a
+    lease expired that long ago: its message was lost (a broker restarted without persistence) or its worker
+    died without a redelivery. Safe to repeat: a duplicate task finds the run claimed or finished and returns."""
+    now = now or timezone.now()
+    stale = ConsolidationRun.objects.filter(
+        Q(status=RunStatus.PENDING, created_at__lt=now - STALE_AFTER)
+        | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now - STALE_AFTER))
+    count = 0
+    for run in stale:
+        if run.kind == RunKind.CLUSTERING:
+            clustering_run_task.delay(run_id=str(run.id))
+        elif run.kind == RunKind.REFLECTION:
+            reflection_run_task.delay(run_id=str(run.id))
+        else:
+            lifecycle_run_task.delay(tenant_id=run.tenant_id)
+        count += 1
+    return count
+
+
+@shared_task(name="consolidation.requeue_stale_runs", soft_time_limit=120, time_limit=150, expires=240,
+             **TASK_OPTIONS)
+def requeue_stale_runs_task() -> int:
+    """Every 5 minutes: nothing a lost message held up stays stuck."""
+    return requeue_stale_runs()

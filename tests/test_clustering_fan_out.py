@@ -24,3 +24,22 @@ def test_the_daily_fan_out_queues_one_run_per_user_with_eligible_memories(tenant
     runs = ConsolidationRun.objects.filter(kind="clustering", trigger="beat")
     assert sorted((r.tenant.name, r.user_id) for r in runs) == [("acme", "old-user"), ("globex", "old-user")]
     assert len(callbacks) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_task_was_lost_is_requeued(tenant):
+    from consolidation.runs import run_request
+    from consolidation.tasks import requeue_stale_runs
+    from zeromem.celery import app
+
+    run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")  # no task sent
+    assert requeue_stale_runs() == 0  # young: its message may still be queued
+    ConsolidationRun.objects.filter(id=run.id).update(created_at=timezone.now() - timedelta(minutes=11))
+    app.conf.task_always_eager = True
+    try:
+        assert requeue_stale_runs() == 1
+    finally:
+        app.conf.task_always_eager = False
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    assert requeue_stale_runs() == 0
