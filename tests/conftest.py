@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -62,7 +63,7 @@ class ApiClient:
         self.headers = {"Authorization": f"Bearer {secret}"} if secret else {}
 
     def post(self, path: str, body: Any, **headers: str) -> Any:
-        data = body if isinstance(body, (str, bytes)) else __import__("json").dumps(body)
+        data = body if isinstance(body, (str, bytes)) else json.dumps(body)
         return self.client.post(self.base + path, data=data, content_type="application/json",
                                 headers={**self.headers, **headers})
 
@@ -85,6 +86,16 @@ def other_api(other_tenant: Tenant) -> ApiClient:
 @pytest.fixture
 def anonymous_api(db: None) -> Iterator[ApiClient]:
     yield ApiClient(None)
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Celery tasks run in the process that enqueues them (after commit)."""
+    from zeromem.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
 
 
 @pytest.fixture

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
 from tests.conftest import ApiClient
@@ -15,16 +17,6 @@ from zeromem import services
 from zeromem.fake_llm import FakeLLM, Reply
 
 pytestmark = [pytest.mark.usefixtures("hash_embedder"), pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def eager():
-    """Celery tasks run in the process that enqueues them (after commit)."""
-    from zeromem.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
 
 
 def test_reflect_answers_the_documented_shape(tenant, api, eager):
@@ -50,8 +42,7 @@ def test_an_entity_with_no_inputs_answers_zeros(tenant, api, eager):
 
 def test_user_wide_reflection(tenant, api, eager):
     now_items = [services.MemoryInput(content=t, user_id="u2", session_id=f"s{i}",
-                                      created_at=__import__("django.utils.timezone").utils.timezone.now()
-                                      - __import__("datetime").timedelta(days=10 - i))
+                                      created_at=timezone.now() - timedelta(days=10 - i))
                  for i, t in enumerate(["I prefer dark mode in every editor I use.",
                                         "I usually deploy on Tuesdays after the standup.",
                                         "Today was fine."])]

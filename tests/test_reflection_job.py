@@ -97,15 +97,6 @@ def run_task(tenant):
     return run
 
 
-@pytest.fixture
-def eager():
-    from zeromem.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
 @pytest.mark.django_db(transaction=True)
 def test_an_unavailable_llm_releases_the_run_and_the_task_retries_it(tenant, settings, eager):
     with FakeLLM(script=[Reply(status=503)]) as server:

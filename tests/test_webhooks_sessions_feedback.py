@@ -22,15 +22,6 @@ pytestmark = [pytest.mark.lifecycle, pytest.mark.usefixtures("hash_embedder"),
               pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def eager():
-    from zeromem.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
 class Receiver:
     """A webhook receiver on 127.0.0.1 answering the scripted status codes in turn (then 200)."""
 
