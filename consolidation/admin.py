@@ -1,10 +1,20 @@
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 
-from consolidation.models import ConsolidationRun, LedgerEntry, SessionEnd, WebhookDelivery, WebhookEndpoint
+from consolidation.models import (
+    Canary,
+    ConsolidationRun,
+    LedgerEntry,
+    SessionEnd,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from zeromem.models import Memory
 
 
 class LedgerInline(admin.TabularInline):
@@ -62,3 +72,39 @@ class SessionEndAdmin(admin.ModelAdmin):
     list_filter = ("tenant",)
     search_fields = ("user_id", "session_id")
     readonly_fields = ("tenant", "user_id", "session_id", "created_at")
+
+
+class CanaryForm(forms.ModelForm):
+    class Meta:
+        model = Canary
+        fields = ("tenant", "user_id", "query", "expected_memory_ids", "active", "note")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        tenant, user_id, expected = data.get("tenant"), data.get("user_id"), data.get("expected_memory_ids")
+        if tenant is None or not user_id or expected is None:
+            return data
+        try:
+            ids = [uuid.UUID(str(value)) for value in expected]
+        except (TypeError, ValueError):
+            raise forms.ValidationError({"expected_memory_ids": "a JSON list of memory ids"}) from None
+        if not ids:
+            raise forms.ValidationError({"expected_memory_ids": "name at least one memory the query must find"})
+        found = set(Memory.objects.filter(tenant=tenant, user_id=user_id, id__in=ids).values_list("id", flat=True))
+        missing = [str(i) for i in ids if i not in found]
+        if missing:
+            raise forms.ValidationError({"expected_memory_ids": f"not memories of this user in this tenant: "
+                                                                f"{', '.join(missing[:5])}"})
+        data["expected_memory_ids"] = [str(i) for i in ids]
+        return data
+
+
+@admin.register(Canary)
+class CanaryAdmin(admin.ModelAdmin):
+    """Queries that must keep finding their memories: replayed before and after every clustering and
+    reflection run of the user; a run that makes them worse is undone (ZEROMEMORY_CANARY_MAX_DROP)."""
+
+    form = CanaryForm
+    list_display = ("query", "tenant", "user_id", "active", "created_at")
+    list_filter = ("tenant", "active")
+    search_fields = ("user_id", "query", "note")

@@ -25,8 +25,9 @@ from consolidation.events import event_emit
 from consolidation.extractive import Chunk, Member, merge_cluster
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
+from consolidation.safety import canary_baseline, safety_check
 from consolidation.selectors import Loaded, clustering_input, clustering_queryset
-from consolidation.services import ledger_write, memory_transition
+from consolidation.services import ledger_write, memory_transition, semantic_snapshot
 from zeromem.embeddings import embed_texts
 from zeromem.models import Memory, MemoryRelation, MemorySource, Tenant
 from zeromem.services import content_hash, search_stats_add
@@ -164,7 +165,7 @@ def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id:
     fields = _semantic_fields(everything, merge.text)
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
-        semantic = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
+        semantic, base_before = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
         MemorySource.objects.bulk_create([
             MemorySource(memory=semantic, source_id=r["id"], source_memory_id=r["id"],
                          source_content_hash=r["content_hash"]) for r in members], ignore_conflicts=True)
@@ -174,7 +175,8 @@ def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id:
                      memory_ids=[r["id"] for r in members],
                      inputs={"members": [{"id": str(r["id"]), "content_hash": r["content_hash"]} for r in members],
                              "base": str(semantic.id) if merge.base is not None else None,
-                             "base_content": loaded.rows[merge.base]["content"] if merge.base is not None else None},
+                             "base_content": loaded.rows[merge.base]["content"] if merge.base is not None else None,
+                             "base_before": base_before},
                      outputs={"semantic_id": str(semantic.id), "content": merge.text,
                               "created": merge.base is None},
                      reason="clustered by shared entities / embedding similarity", scores=merge.scores,
@@ -184,25 +186,27 @@ def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id:
 
 
 def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, fields: dict[str, Any],
-                     vector: list[float] | None) -> Memory:
+                     vector: list[float] | None) -> tuple[Memory, dict[str, Any] | None]:
+    """(the semantic memory, the base's fields before this merge — what an undo puts back — or None)."""
     if merge.base is not None:
         base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state="raw").first()
         if base is None:
             raise TransitionRefused(f"semantic memory {loaded.ids[merge.base]} is no longer active")
+        before = semantic_snapshot(base, [*fields, "metadata"])
         for name, value in fields.items():
             setattr(base, name, value)
         base.embedding = vector
         base.metadata = {**base.metadata, "source_type": "consolidated",
                          "source_count": int(base.metadata.get("source_count", 0)) + len(merge.members)}
         base.save()
-        return base
+        return base, before
     namespace, entity_id, window = loaded.items[merge.members[0]].scope
     semantic = Memory.objects.create(
         tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
         memory_type="semantic", embedding=vector, created_at=timezone.now(),
         metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields)
     search_stats_add(memory_ids=[semantic.id])
-    return semantic
+    return semantic, None
 
 
 def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
@@ -257,6 +261,8 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     vectors = embed_texts([m.text for m in plan.merges])
     embedded = time.perf_counter()
     counts = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0, "superseded": 0}
+    baseline = canary_baseline(run=run, consolidating=_consolidating(plan), neighbours=plan.loaded.rows)
+    guarded = time.perf_counter()
     try:
         for decision in plan.decisions:
             counts["superseded"] += _decide_one(run, worker, tenant.id, plan, decision)
@@ -264,12 +270,23 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
             counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
             if progress:
                 progress(done, len(plan.merges))
+        written = time.perf_counter()
+        failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
     counts["timings"] = {"plan_s": round(planned - started, 3), "embed_s": round(embedded - planned, 3),
-                         "write_s": round(time.perf_counter() - embedded, 3), "candidate_pairs": plan.pairs}
-    run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED, counts=counts)
+                         "write_s": round(written - guarded, 3),
+                         "canary_s": round(guarded - embedded + time.perf_counter() - written, 3),
+                         "candidate_pairs": plan.pairs}
+    run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED if failure else RunStatus.SUCCEEDED,
+               error=failure or "", counts=counts)
     return ConsolidationRun.objects.get(pk=run.id)
+
+
+def _consolidating(plan: Plan) -> list[dict[str, Any]]:
+    """The memories the plan folds into semantic memories: what must stay findable through them. (Superseded
+    statements leave search on purpose; an operator's canary can still guard one.)"""
+    return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})]
 
 
 def _decide_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, decision: Decision) -> int:

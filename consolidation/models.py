@@ -104,6 +104,8 @@ class LedgerEntry(models.Model):
     scores = models.JSONField(default=dict, blank=True)
     undoable = models.BooleanField(default=False)
     undone_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    # The review decision (approve / reject / resolve) an operator recorded for this change, if any.
+    reviewed_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -163,3 +165,24 @@ class WebhookDelivery(models.Model):
         verbose_name_plural = "webhook deliveries"
         constraints = [models.UniqueConstraint(name="webhook_delivery_once", fields=["endpoint", "event_id"])]
         indexes = [models.Index(name="webhook_delivery_recent", fields=["endpoint", "created_at"])]
+
+
+class Canary(models.Model):
+    """A query an operator wants answered well for one user: after each clustering or reflection run it is
+    replayed, and the run is undone when retrieval of its expected memories gets worse (issue 9)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="canaries")
+    user_id = models.CharField(max_length=200)
+    query = models.TextField()
+    expected_memory_ids = models.JSONField(
+        default=list, help_text='ids of the memories the query must find, e.g. ["3f2c…"]; a semantic memory that '
+                                'cites one (transitively) counts as finding it')
+    active = models.BooleanField(default=True)
+    note = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(name="canary_scope", fields=["tenant", "user_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.query[:60]} ({self.user_id})"

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from consolidation import extraction
 from consolidation.events import event_emit
+from consolidation.extractive import Member, merge_cluster
 from consolidation.insights import (
     MEMORY_KIND,
     Candidate,
@@ -38,8 +39,9 @@ from consolidation.insights import (
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.reflection_rules import reflect_extractive
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_progress
+from consolidation.safety import canary_baseline, safety_check
 from consolidation.selectors import ReflectionScope, reflection_candidates
-from consolidation.services import ledger_write, memory_transition
+from consolidation.services import ledger_write, memory_transition, semantic_snapshot
 from profiles.services import ProfileItem, profile_merge
 from zeromem import llm
 from zeromem.embeddings import embed_texts
@@ -127,18 +129,25 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
     assert result.reflection is not None
     kept = keep_durable(result.reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
     digest = kept.summary or _fallback_digest(scope, batch)
-    vectors = embed_texts([i.statement for i in kept.insights] + [digest])
+    passages = condensed_passages(batch)
+    vectors = embed_texts([i.statement for i in kept.insights] + [digest] + [p.text for p in passages])
     now = timezone.now()
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         insights = [_insight_memory(run, scope, batch, insight, vector, model, now)
                     for insight, vector in zip(kept.insights, vectors, strict=False)]
-        digest_memory = _semantic(run, scope, batch, content=digest, vector=vectors[-1], now=now,
+        digest_memory = _semantic(run, scope, batch, content=digest, vector=vectors[len(kept.insights)], now=now,
                                   sources=[r["id"] for r in batch.rows], kind="observation",
                                   importance=max(r["importance"] for r in batch.rows),
                                   confidence=0.7, tags=["reflection", "digest"], extra={"model": model})
-        written = [m for m, _, _ in insights] + [digest_memory]
-        created = [m for m, _, new in insights if new] + [digest_memory]
+        condensed = [_semantic(run, scope, batch, content=passage.text, vector=vector, now=now,
+                               sources=batch.ids(passage.numbers), kind="observation",
+                               importance=max(batch.rows[n - 1]["importance"] for n in passage.numbers),
+                               confidence=0.7, tags=["reflection", "condensed"], extra={})
+                     for passage, vector in zip(passages, vectors[len(kept.insights) + 1:], strict=True)]
+        written = [m for m, _, _ in insights] + [digest_memory] + condensed
+        created = [m for m, _, before in insights if before is None] + [digest_memory] + condensed
+        corroborated = [before for _, _, before in insights if before is not None]
         search_stats_add(memory_ids=[m.id for m in created])
         _retire_inputs(run, scope, batch, now)
         profile_updated = profile_merge(
@@ -147,7 +156,7 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
                                tuple(str(x) for x in batch.ids(i.sources)), str(m.id)) for m, i, _ in insights],
             summary=kept.summary, summary_source_ids=[str(r["id"]) for r in batch.rows], run_id=run.id,
             actor=f"run:{run.id}")
-        _ledger(run, scope, batch, kept, written, model, result)
+        _ledger(run, scope, batch, kept, written, model, result, created=created, corroborated=corroborated)
         _charge(run, scope, result, reviewed=len(batch.rows), created=len(created),
                 insights=[i.statement for i in kept.insights], profile_updated=profile_updated)
         for memory in written:
@@ -158,6 +167,25 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
     return [i.statement for i in kept.insights]
 
 
+@dataclass(frozen=True)
+class Passage:
+    text: str
+    numbers: list[int]  # short ids of the episodes it stands for
+
+
+def condensed_passages(batch: Batch) -> list[Passage]:
+    """What the batch's episodes say, condensed the way clustering merges (redundant sentences and small talk
+    dropped, relative dates anchored), in passages of at most ZEROMEMORY_MERGED_MAX_CHARS characters. The
+    episodes leave search once reflected; a summary and a few insights alone would lose what they said, and
+    the retrieval safety net would undo the run."""
+    numbers = [n for n, r in enumerate(batch.rows, 1) if r["memory_type"] != "semantic"]
+    if not numbers:
+        return []
+    members = [Member(batch.rows[n - 1]["content"], batch.rows[n - 1]["created_at"].date()) for n in numbers]
+    chunks = merge_cluster(members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
+    return [Passage(chunk.text, [numbers[m] for m in chunk.members]) for chunk in chunks]
+
+
 def _fallback_digest(scope: ReflectionScope, batch: Batch) -> str:
     first = min(r["created_at"] for r in batch.rows).date().isoformat()
     last = max(r["created_at"] for r in batch.rows).date().isoformat()
@@ -165,25 +193,29 @@ def _fallback_digest(scope: ReflectionScope, batch: Batch) -> str:
 
 
 def _insight_memory(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, insight: Any,
-                    vector: list[float] | None, model: str, now: Any) -> tuple[Memory, Any, bool]:
-    """(memory, insight, new): a new insight memory, or the active one that already states exactly this (it
-    gains the new sources)."""
+                    vector: list[float] | None, model: str, now: Any) -> tuple[Memory, Any, dict[str, Any] | None]:
+    """(memory, insight, before): a new insight memory (before = None), or the active one that already states
+    exactly this, which gains the new sources (before = what an undo puts back)."""
     existing = (Memory.objects.select_for_update()
                 .filter(tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id,
                         namespace=scope.namespace, memory_type="semantic", state="raw",
                         content_hash=content_hash(insight.statement), tags__contains=["insight"]).first())
     if existing is not None:
-        return _corroborate(existing, batch, batch.ids(insight.sources), insight.confidence), insight, False
+        return existing, insight, _corroborate(existing, batch, batch.ids(insight.sources), insight.confidence)
     memory = _semantic(run, scope, batch, content=insight.statement, vector=vector, now=now,
                        sources=batch.ids(insight.sources), kind=MEMORY_KIND[insight.category], importance=0.8,
                        confidence=insight.confidence, tags=["reflection", "insight", insight.category],
                        extra={"category": insight.category, "subject": insight.subject, "model": model})
-    return memory, insight, True
+    return memory, insight, None
 
 
-def _corroborate(memory: Memory, batch: Batch, sources: Sequence[uuid.UUID], confidence: float) -> Memory:
+def _corroborate(memory: Memory, batch: Batch, sources: Sequence[uuid.UUID], confidence: float) -> dict[str, Any]:
+    """Add the new sources to an existing insight; returns its fields before, and the links added."""
     cited = set(sources)
+    linked = set(MemorySource.objects.filter(memory=memory).values_list("source_memory_id", flat=True))
     rows = [r for r in batch.rows if r["id"] in cited]
+    before = {"id": str(memory.id), "added_source_ids": [str(r["id"]) for r in rows if r["id"] not in linked],
+              **semantic_snapshot(memory, ["metadata", "corroboration_count", "confidence"])}
     MemorySource.objects.bulk_create([MemorySource(memory=memory, source_id=r["id"], source_memory_id=r["id"],
                                                    source_content_hash=r["content_hash"]) for r in rows],
                                      ignore_conflicts=True)
@@ -191,7 +223,7 @@ def _corroborate(memory: Memory, batch: Batch, sources: Sequence[uuid.UUID], con
     memory.metadata = {**memory.metadata, "source_ids": ids, "source_count": len(ids)}
     memory.corroboration_count, memory.confidence = len(ids), max(memory.confidence, confidence)
     memory.save(update_fields=["metadata", "corroboration_count", "confidence", "updated_at"])
-    return memory
+    return before
 
 
 def _semantic(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, *, content: str,
@@ -225,14 +257,15 @@ def _retire_inputs(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, 
                                 "was written")
 
 
-def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, kept: Reflection, created: list[Memory],
-            model: str, result: CallResult) -> None:
+def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, kept: Reflection, written: list[Memory],
+            model: str, result: CallResult, *, created: list[Memory], corroborated: list[dict[str, Any]]) -> None:
     ledger_write(
         tenant_id=scope.tenant_id, action="reflection", actor=f"run:{run.id}", run_id=run.id, user_id=scope.user_id,
         memory_ids=[r["id"] for r in batch.rows],
         inputs={"entity_id": scope.entity_id, "namespace": scope.namespace, "model": model,
                 "sent": [{"id": str(r["id"]), "content_hash": r["content_hash"]} for r in batch.rows]},
-        outputs={"semantic_ids": [str(m.id) for m in created],
+        outputs={"semantic_ids": [str(m.id) for m in written], "created_ids": [str(m.id) for m in created],
+                 "corroborated": corroborated,
                  "items": [{"category": i.category, "statement": i.statement, "confidence": i.confidence,
                             "source_ids": [str(x) for x in batch.ids(i.sources)]} for i in kept.insights],
                  "summary": kept.summary},
@@ -297,16 +330,23 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     with transaction.atomic():
         run_progress(run_id=run.id, calls_planned=run.result.get("calls_done", 0) + len(batches),
                      entity_id=scope.entity_id, user_id=scope.user_id)
+    rows = [row for batch in batches for row in batch.rows]
+    baseline = canary_baseline(run=run, consolidating=[r for r in rows if r["memory_type"] != "semantic"],
+                               neighbours=rows)
     try:
         if settings.ZEROMEMORY_EXTRACTION_PHASE and not llm.is_builtin(model):
-            _extraction_phase(run, worker, scope, model, [row for batch in batches for row in batch.rows])
+            _extraction_phase(run, worker, scope, model, rows)
         _write_all(run, worker, scope, model, batches, progress)
+        failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
     except llm.LLMUnavailable:
         raise
     except llm.LLMError as exc:
         run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(exc))
+        return ConsolidationRun.objects.get(pk=run.id)
+    if failure:
+        run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=failure)
         return ConsolidationRun.objects.get(pk=run.id)
     return _finish(run, worker)
 

@@ -173,3 +173,26 @@ def reflection_scope_resolve(*, tenant_id: int, namespace: str, entity_id: str |
     if len(users) > 1:
         raise ScopeAmbiguous(f"entity {entity_id!r} has memories under {len(users)} users; pass user_id")
     return ReflectionScope(tenant_id, users[0], entity_id, namespace)
+
+
+def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
+    """Memory id → itself and every memory it cites, transitively (one recursive query; a deleted source still
+    counts by its recorded id)."""
+    from django.db import connection
+
+    from zeromem.models import MemorySource
+
+    table = MemorySource._meta.db_table
+    closure: dict[uuid.UUID, set[uuid.UUID]] = {m: {m} for m in memory_ids}
+    if not memory_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            WITH RECURSIVE closure(root, source) AS (
+                SELECT memory_id, source_memory_id FROM {table} WHERE memory_id = ANY(%s)
+                UNION
+                SELECT c.root, s.source_memory_id FROM closure c JOIN {table} s ON s.memory_id = c.source
+            ) SELECT root, source FROM closure""", [list(memory_ids)])
+        for root, source in cursor.fetchall():
+            closure[root].add(source)
+    return {m: frozenset(s) for m, s in closure.items()}

@@ -34,6 +34,12 @@ def ledger_write(*, tenant_id: int, action: str, actor: str, run_id: uuid.UUID |
         scores=scores or {}, undoable=undoable)
 
 
+def semantic_snapshot(memory: Memory, names: Sequence[str]) -> dict[str, Any]:
+    """Fields of a memory as JSON for a ledger row (what an undo writes back); datetimes as ISO strings."""
+    values = {name: getattr(memory, name) for name in names if name not in {"embedding", "content_hash"}}
+    return {name: value.isoformat() if isinstance(value, datetime) else value for name, value in values.items()}
+
+
 def _fields_for(operation: str, to_state: str, now: datetime) -> dict[str, Any]:
     if to_state == CONSOLIDATED:
         return {"consolidated_at": now}

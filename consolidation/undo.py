@@ -86,11 +86,13 @@ def memory_restore(*, tenant_id: int, memory_id: uuid.UUID, actor: str, reason: 
         relations = MemoryRelation.objects.filter(to_memory=memory, relation_type="supersedes")
         removed = [str(r.from_memory_id) for r in relations]
         relations.delete()
-        ledger_write(tenant_id=tenant_id, action="restore", actor=actor, user_id=memory.user_id,
+        entry = ledger_write(tenant_id=tenant_id, action="restore", actor=actor, user_id=memory.user_id,
                      memory_ids=[memory.id], reason=reason,
                      inputs={"archive_reason": memory.archive_reason,
                              "superseded_by": str(superseded_by) if superseded_by else None},
                      outputs={"removed_supersedes_from": removed})
+        LedgerEntry.objects.filter(action="supersede", memory_ids__0=str(memory.id),
+                                   undone_by__isnull=True).update(undone_by=entry)
         event_emit(event="memory.restored", tenant_id=tenant_id,
                    data={"memory_id": str(memory.id), "previous_archive_reason": memory.archive_reason})
     memory.refresh_from_db()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,10 +12,12 @@ from django.utils import timezone
 
 from consolidation.events import event_emit
 from consolidation.insights import PROFILE_FIELD, same_statement
+from consolidation.models import LedgerEntry
 from consolidation.services import ledger_write
 from profiles.models import MemoryProfile
 
 MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
+SNAPSHOT_FIELDS = ("preferences", "behaviors", "facts", "summary", "summary_source_ids")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     profile, _ = MemoryProfile.objects.select_for_update().get_or_create(
         tenant_id=tenant_id, user_id=user_id, entity_id=entity_id or "", namespace=namespace)
     now = timezone.now().isoformat()
+    previous = copy.deepcopy({name: getattr(profile, name) for name in SNAPSHOT_FIELDS})
     added, folded = [], []
     for item in items:
         entries = getattr(profile, PROFILE_FIELD[item.category])
@@ -56,7 +60,6 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     if not changed:
         return False
     _trim(profile)
-    previous_summary = profile.summary
     if summary:
         profile.summary, profile.summary_source_ids = summary, list(summary_source_ids)
     profile.version += 1
@@ -65,7 +68,7 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     ledger_write(tenant_id=tenant_id, action="profile.update", actor=actor, run_id=run_id, user_id=user_id,
                  memory_ids=sorted(cited),
                  inputs={"profile_id": profile.id, "entity_id": entity_id, "namespace": namespace,
-                         "previous_summary": previous_summary},
+                         "previous_summary": previous["summary"], "previous": previous},
                  outputs={"version": profile.version, "added": added, "folded": folded, "summary": profile.summary},
                  reason="reflection merged new items into the profile")
     event_emit(event="profile.updated", tenant_id=tenant_id, data={
@@ -87,3 +90,23 @@ def _trim(profile: MemoryProfile) -> None:
         if len(entries) > MAX_ITEMS_PER_LIST:
             entries.sort(key=lambda e: (float(e["confidence"]), e["last_seen"]), reverse=True)
             setattr(profile, name, entries[:MAX_ITEMS_PER_LIST])
+
+
+def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any], actor: str,
+                    reason: str) -> LedgerEntry | None:
+    """Put a profile back as a ledger snapshot had it (undo of a reflection): a new version, a ledger row and
+    `profile.updated` after commit. Missing profile (erased since): nothing to restore."""
+    profile = MemoryProfile.objects.select_for_update().filter(tenant_id=tenant_id, id=profile_id).first()
+    if profile is None:
+        return None
+    for name in SNAPSHOT_FIELDS:
+        if name in snapshot:
+            setattr(profile, name, snapshot[name])
+    profile.version += 1
+    profile.save()
+    entry = ledger_write(tenant_id=tenant_id, action="profile.restore", actor=actor, user_id=profile.user_id,
+                 inputs={"profile_id": profile.id}, outputs={"version": profile.version}, reason=reason)
+    event_emit(event="profile.updated", tenant_id=tenant_id, data={
+        "profile_id": profile.id, "user_id": profile.user_id, "entity_id": profile.entity_id or None,
+        "namespace": profile.namespace, "version": profile.version, "added": 0, "folded": 0})
+    return entry

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PURE = ["zeromem/transitions.py", "zeromem/ranking.py", "zeromem/entities.py", "zeromem/locomo.py",
+PURE = ["zeromem/transitions.py", "zeromem/recall.py", "zeromem/charts.py", "zeromem/ranking.py",
+        "zeromem/entities.py", "zeromem/locomo.py",
         "consolidation/clustering.py", "consolidation/extractive.py", "consolidation/contradictions.py",
         "consolidation/insights.py", "consolidation/reflection_rules.py", "consolidation/extraction.py"]
 PURE_MODULES = {p.removesuffix(".py").replace("/", ".") for p in PURE}

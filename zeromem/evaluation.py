@@ -12,7 +12,6 @@ Measures, per question of categories 1–4 with resolvable evidence:
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections import defaultdict
@@ -25,26 +24,12 @@ from django.db.models.functions import Length
 
 from zeromem import locomo, services
 from zeromem.models import Memory, MemorySource, Tenant
+from zeromem.recall import budget_recall, content_words, within_budget
 from zeromem.selectors import MemoryFilter, memories_search
 
-BUDGET_CHARS = 2000
 POOL = 50
 KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-_PUNCT = re.compile(r"[^\w\s]")
-STOPWORDS = frozenset([
-    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
-    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "i", "you", "he",
-    "she", "we", "they", "my", "your", "his", "her", "our", "their", "me", "him", "them", "us", "do", "did", "does",
-    "have", "has", "had", "not", "no", "so", "if", "then", "than", "too", "very", "can", "will", "would", "should",
-    "could", "into", "about", "over", "after", "before", "up", "down", "out", "just", "also",
-])
-
-
-def content_words(text: str) -> list[str]:
-    return [w for w in _PUNCT.sub(" ", text.lower()).split() if w not in STOPWORDS]
-
-
 def answer_hit(answer: str, text: str) -> bool:
     words = content_words(answer)
     if not words:
@@ -93,13 +78,8 @@ def question_scores(question: locomo.Question, hits: list[Memory],
     for k in KS:
         covered = set().union(*(covers.get(m.id, frozenset()) for m in hits[:k]))
         values[f"recall_at_{k}"] = len(evidence & covered) / len(evidence)
-    budget, used = [], 0
-    for memory in hits:
-        if used + len(memory.content) <= BUDGET_CHARS:
-            budget.append(memory)
-            used += len(memory.content)
-    covered = set().union(*(covers.get(m.id, frozenset()) for m in budget))
-    values["budget_recall"] = len(evidence & covered) / len(evidence)
+    values["budget_recall"] = budget_recall([(m.id, len(m.content)) for m in hits], covers, evidence)
+    budget = [hits[i] for i in within_budget([len(m.content) for m in hits])]
     values["answer_hit"] = float(answer_hit(question.answer, " ".join(m.content for m in budget)))
     return values
 

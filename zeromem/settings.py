@@ -295,3 +295,9 @@ ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minim
 # --- metrics ----------------------------------------------------------------------------------------------------
 # Bearer token for GET /metrics (Prometheus); empty = the endpoint answers 403.
 ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip()
+
+# Retrieval safety net (issue 9): canary queries replayed before and after each clustering / reflection run;
+# a drop in mean budget recall above the limit undoes the run. `evaluate` turns it off.
+ZEROMEMORY_CANARIES = env_bool("ZEROMEMORY_CANARIES", True)
+ZEROMEMORY_CANARY_MAX_DROP = env_float("ZEROMEMORY_CANARY_MAX_DROP", 0.05, minimum=0.0, maximum=1.0)
+ZEROMEMORY_CANARY_SAMPLE = env_int("ZEROMEMORY_CANARY_SAMPLE", 20, minimum=0, maximum=500)
