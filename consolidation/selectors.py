@@ -196,3 +196,20 @@ def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UU
         for root, source in cursor.fetchall():
             closure[root].add(source)
     return {m: frozenset(s) for m, s in closure.items()}
+
+
+def consolidation_lag(tenant_id: int | None = None) -> list[tuple[int, str, float]]:
+    """(tenant, user, hours) per user with active episodes: how long the oldest one has been eligible for
+    clustering (its age past the tenant's recency window), most behind first."""
+    from django.db.models import Min
+    from django.utils import timezone
+
+    tenants = Tenant.objects.all() if tenant_id is None else Tenant.objects.filter(id=tenant_id)
+    windows = {t.id: recency_window(t).total_seconds() / 3600 for t in tenants}
+    now = timezone.now()
+    rows = (Memory.objects.filter(state="raw", memory_type__in=EPISODIC_TYPES, tenant_id__in=list(windows))
+            .values("tenant_id", "user_id").annotate(oldest=Min("created_at")))
+    lags = [(row["tenant_id"], row["user_id"],
+             round(max(0.0, (now - row["oldest"]).total_seconds() / 3600 - windows[row["tenant_id"]]), 3))
+            for row in rows]
+    return sorted(lags, key=lambda lag: -lag[2])

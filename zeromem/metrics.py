@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
-from django.db.models import Count, F, Min, Sum
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from consolidation.models import ConsolidationRun
+from consolidation.selectors import consolidation_lag
 from zeromem.models import LlmUsage, Memory, Tenant
 
 CELERY_QUEUE = "celery"
@@ -37,18 +37,10 @@ class DatabaseCollector(Collector):
 
 
 def _lag(names: dict[int, str]) -> Metric:
-    """Per user: hours the oldest active episode has been eligible for clustering (its age past the tenant's
-    recency window)."""
     metric = GaugeMetricFamily("zeromem_consolidation_lag_hours", "Hours the oldest eligible raw memory has waited",
                                labels=["tenant", "user_id"])
-    windows = {t.id: float(t.overrides.get("recency_window_hours", settings.ZEROMEMORY_RECENCY_WINDOW_HOURS))
-               for t in Tenant.objects.all()}
-    now = timezone.now()
-    rows = (Memory.objects.filter(state="raw", memory_type__in=["episodic", "working"])
-            .values("tenant_id", "user_id").annotate(oldest=Min("created_at")))
-    for row in rows:
-        waited = (now - row["oldest"]).total_seconds() / 3600 - windows.get(row["tenant_id"], 0.0)
-        metric.add_metric([names[row["tenant_id"]], row["user_id"]], round(max(0.0, waited), 3))
+    for tenant_id, user_id, hours in consolidation_lag():
+        metric.add_metric([names[tenant_id], user_id], hours)
     return metric
 
 

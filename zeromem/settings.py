@@ -107,7 +107,7 @@ DATABASES = {"default": database_config(env_str("DATABASE_URL", _embedded.databa
 REDIS_URL = redis_url(env_str("REDIS_URL", _embedded.redis_url))
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "zeromem.apps.OperatorAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

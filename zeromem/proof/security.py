@@ -59,7 +59,10 @@ EXPECTED_OTHER: dict[str, dict[str, int]] = {
     "metrics": {"none": 401, "malformed": 401, "revoked": 401, "other_tenant": 401, "own": 200},
 }
 ADMIN_ANONYMOUS = 302  # anonymous and non-staff users are sent to the login page
-ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200}
+ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200,
+                    "dashboard/": 200, "review/": 200}
+# Operator actions that only accept POST: a GET by staff answers 405, by anyone else the login redirect.
+ADMIN_POST_ONLY = {"review/<int:entry_id>/<str:decision>/": "review/1/approve/"}
 ADMIN_SKIPPED = {"login/", "logout/", "autocomplete/", "r/<path:content_type_id>/<path:object_id>/"}
 
 
@@ -235,6 +238,9 @@ def admin_pages(world: World) -> Iterator[tuple[str, str]]:
             if rest in ADMIN_SITE_VIEWS:
                 yield "site", "/" + route
             continue
+        if rest in ADMIN_POST_ONLY:
+            yield "post_only", "/admin/" + ADMIN_POST_ONLY[rest]
+            continue
         if rest.startswith("^(?P<app_label>"):  # one index page per app
             yield from (("site", f"/admin/{label}/") for label in
                         sorted({m._meta.app_label for m in admin.site._registry}))
@@ -280,6 +286,8 @@ def expected_admin(kind: str, url: str, who: str) -> int:
         return ADMIN_ANONYMOUS  # (an object's bare URL redirects everyone: staff to …/change/)
     if kind == "catch_all":
         return 404
+    if kind == "post_only":
+        return 405
     if kind == "add" and not _admin_allows(url, "add"):
         return 403
     if kind == "delete" and not _admin_allows(url, "delete"):
