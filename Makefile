@@ -3,8 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install test demo lint typecheck clean devservers-stop
+.PHONY: install test demo lint typecheck clean devservers-stop browser-check
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -22,6 +23,11 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python manage.py demo
+
+# The operator pages in a real headless Chromium (Debian's package); screenshots under var/browser-check/.
+browser-check: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+	$(BIN)/python manage.py browser_check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,7 +19,7 @@ from zeromem.models import Memory
 
 class LedgerInline(admin.TabularInline):
     model = LedgerEntry
-    fields = ("created_at", "action", "actor", "reason", "memory_ids", "scores")
+    fields = ("created_at", "action", "actor", "reason", "memory_ids", "scores", "undone_by", "reviewed_by")
     readonly_fields = fields
     extra = 0
     can_delete = False

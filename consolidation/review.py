@@ -55,6 +55,10 @@ class ReviewItem:
     result: Side
     decisions: tuple[str, ...]
 
+    @property
+    def scores(self) -> dict[str, Any]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in self.entry.scores.items()}
+
 
 def review_items(entries: Sequence[LedgerEntry]) -> list[ReviewItem]:
     """Each change with its sources beside what replaced them (one query for every memory on the page)."""

@@ -16,12 +16,17 @@ def _frame(title: str, width: int, height: int, body: list[str]) -> str:
             f'<rect width="{width}" height="{height}" fill="#fff"/>' + "".join(body) + "</svg>")
 
 
-def _legend(names: Sequence[str], x: int, y: int) -> list[str]:
-    parts = []
+def _color(number: int, name: str, colors: Mapping[str, str] | None) -> str:
+    return (colors or {}).get(name, PALETTE[number % len(PALETTE)])
+
+
+def _heading(title: str, names: Sequence[str], colors: Mapping[str, str] | None, x: int) -> list[str]:
+    """The visible title, and the legend under it."""
+    parts = [f'<text x="8" y="16" {FONT} font-weight="bold">{escape(title)}</text>']
     for number, name in enumerate(names):
         left = x + number * 130
-        parts.append(f'<rect x="{left}" y="{y - 9}" width="10" height="10" fill="{PALETTE[number % len(PALETTE)]}"/>'
-                     f'<text x="{left + 14}" y="{y}" {FONT}>{escape(name)}</text>')
+        parts.append(f'<rect x="{left}" y="24" width="10" height="10" fill="{_color(number, name, colors)}"/>'
+                     f'<text x="{left + 14}" y="33" {FONT}>{escape(name)}</text>')
     return parts
 
 
@@ -48,10 +53,10 @@ def _axes(labels: Sequence[str], top: float, plot: tuple[int, int, int, int]) ->
 def line_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[float]], *, width: int = 720,
                height: int = 240) -> str:
     """One line per series over the labels (e.g. days)."""
-    plot = (56, 30, width - 16, height - 40)
+    plot = (56, 48, width - 16, height - 24)
     left, upper, right, lower = plot
     top = _nice_max(max((v for values in series.values() for v in values), default=0))
-    body = _axes(labels, top, plot) + _legend(list(series), left, 16)
+    body = _axes(labels, top, plot) + _heading(title, list(series), None, left)
     for number, values in enumerate(series.values()):
         points = " ".join(f"{left + (right - left) * (i + 0.5) / max(1, len(values)):.1f},"
                           f"{lower - (lower - upper) * v / top:.1f}" for i, v in enumerate(values))
@@ -63,21 +68,20 @@ def line_chart(title: str, labels: Sequence[str], series: Mapping[str, Sequence[
 def stacked_bars(title: str, labels: Sequence[str], series: Mapping[str, Sequence[float]], *, width: int = 720,
                  height: int = 240, colors: Mapping[str, str] | None = None) -> str:
     """One bar per label, stacked by series (e.g. runs per day by outcome)."""
-    plot = (56, 30, width - 16, height - 40)
+    plot = (56, 48, width - 16, height - 24)
     left, upper, right, lower = plot
     totals = [sum(values[i] for values in series.values()) for i in range(len(labels))]
     top = _nice_max(max(totals, default=0))
     slot = (right - left) / max(1, len(labels))
-    body = _axes(labels, top, plot) + _legend(list(series), left, 16)
+    body = _axes(labels, top, plot) + _heading(title, list(series), colors, left)
     for index in range(len(labels)):
         base = float(lower)
         for number, (name, values) in enumerate(series.items()):
             size = (lower - upper) * values[index] / top
             if size <= 0:
                 continue
-            color = (colors or {}).get(name, PALETTE[number % len(PALETTE)])
             body.append(f'<rect x="{left + index * slot + slot * 0.15:.1f}" y="{base - size:.1f}" '
-                        f'width="{slot * 0.7:.1f}" height="{size:.1f}" fill="{color}">'
+                        f'width="{slot * 0.7:.1f}" height="{size:.1f}" fill="{_color(number, name, colors)}">'
                         f'<title>{escape(labels[index])} {escape(name)}: {values[index]:g}</title></rect>')
             base -= size
     return _frame(title, width, height, body)
@@ -98,7 +102,7 @@ def horizontal_bars(title: str, items: Sequence[tuple[str, float]], *, unit: str
                     f'<rect x="{left}" y="{y}" width="{(right - left) * value / top:.1f}" height="{row - 6}" '
                     f'fill="{PALETTE[0]}"/><text x="{left + (right - left) * value / top + 4:.1f}" y="{y + 13}" '
                     f'{FONT}>{value:,.4g} {escape(unit)}</text>')
-    if threshold is not None:
+    if threshold is not None and items:
         x = left + (right - left) * threshold / top
         body.append(f'<line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{height - 8}" stroke="#e53e3e" '
                     f'stroke-dasharray="4 3"/><text x="{x + 3:.1f}" y="{height - 10}" fill="#e53e3e" {FONT}>'

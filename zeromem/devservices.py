@@ -229,7 +229,7 @@ class EmbeddedServices:
 
 # Commands that report figures run on their own throwaway services (DESIGN.md §6), so they never touch the
 # demo's data and may run beside each other.
-ISOLATED_COMMANDS = {"bench", "evaluate", "prove"}
+ISOLATED_COMMANDS = {"bench", "evaluate", "prove", "browser_check"}
 NO_SERVICES_COMMANDS = {"devservers", "help", "makemigrations", "version", "--help", "-h", "--version"}
 NO_MIGRATE_COMMANDS = {"migrate", "showmigrations", "sqlmigrate"}
 
