@@ -15,6 +15,7 @@ from tests.conftest import ApiClient
 from tests.reflection_helpers import ingest_entity
 from zeromem import services
 from zeromem.fake_llm import FakeLLM, Reply
+from zeromem.models import Memory
 
 pytestmark = [pytest.mark.usefixtures("hash_embedder"), pytest.mark.django_db(transaction=True)]
 
@@ -26,7 +27,9 @@ def test_reflect_answers_the_documented_shape(tenant, api, eager):
     body = response.json()
     assert {"entity_id", "insights", "memories_reviewed", "new_semantic_memories", "profile_updated"} <= set(body)
     assert body["entity_id"] == "alice" and body["memories_reviewed"] == 12 and body["profile_updated"] is True
-    assert body["new_semantic_memories"] == len(body["insights"]) + 1 and len(body["insights"]) >= 3
+    condensed = Memory.objects.filter(tags__contains=["condensed"]).count()
+    assert condensed >= 1 and len(body["insights"]) >= 3
+    assert body["new_semantic_memories"] == len(body["insights"]) + 1 + condensed  # insights, digest, condensed
     assert all(isinstance(s, str) for s in body["insights"])
     profile = api.get("/profile", user_id="u1", entity_id="alice").json()
     assert profile["version"] == 1 and profile["preferences"]

@@ -46,7 +46,9 @@ def test_happy_path_writes_insights_digest_profile_ledger_and_usage(tenant, fake
     sent = {m.id for m in memories}
     assert Memory.objects.filter(id__in=sent, state="consolidated").count() == 12
     insights = Memory.objects.filter(tenant=tenant, tags__contains=["insight"])
-    assert insights.count() >= 3 and run.created == insights.count() + 1
+    condensed = Memory.objects.filter(tenant=tenant, tags__contains=["condensed"])
+    assert insights.count() >= 3 and condensed.exists()
+    assert run.created == insights.count() + 1 + condensed.count()  # insights, the digest, condensed passages
     for insight in insights:
         assert insight.importance == 0.8 and insight.memory_type == "semantic" and insight.entity_id == "alice"
         assert insight.metadata["source_type"] == "consolidated"

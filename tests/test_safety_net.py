@@ -70,8 +70,9 @@ def world(tenant):
 
 
 def bad_merge(members, **kwargs):
-    """A merge that keeps none of what its members said."""
-    return [Chunk("Lorem ipsum dolor sit amet, consectetur adipiscing elit.", list(range(len(members))))]
+    """A merge that keeps none of what its members said (longer than any gap the neighbours leave in the
+    budget, so it cannot slip in at the end of it)."""
+    return [Chunk("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 4, list(range(len(members))))]
 
 
 def test_budget_recall_takes_whole_memories_in_rank_order_within_the_budget():
@@ -114,6 +115,7 @@ def test_a_bad_merge_is_undone_states_and_links_as_before_and_the_run_fails_with
     assert Memory.objects.get(id=base.id).content == before[0][base.id][1]  # the base's own text is back
     assert links == before[1] and relations == before[2]
     merges = LedgerEntry.objects.filter(run=run, action="merge")
+    assert merges.filter(outputs__created=False).exists()  # one merge went into the first run's memory
     assert merges.count() >= 2 and not merges.filter(undone_by__isnull=True).exists()
     assert {e["event"] for e in events} >= {"memory.merged", "memory.unmerged"}
 
@@ -142,7 +144,7 @@ def test_an_operators_canary_alone_catches_a_bad_merge_and_canaries_record_no_ac
     assert response.status_code == 302, response.content
     monkeypatch.setattr(clustering_jobs, "merge_cluster", bad_merge)
     run = cluster(tenant)
-    assert run.status == "failed" and run.result["canaries"]["canaries"] == 1
+    assert run.status == "failed" and run.result["canaries"]["canaries"] == 1, (run.result, run.merged)
     assert f"canary {Canary.objects.get().id}" in run.error
     access_flush()
     assert not Memory.objects.filter(tenant=tenant, access_count__gt=0).exists()
