@@ -9,12 +9,14 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from consolidation.events import redis_client
 from consolidation.lifecycle import lifecycle_run_now
 from consolidation.models import ConsolidationRun
 from consolidation.reflection_jobs import reflection_run_now
 from consolidation.selectors import ReflectionScope
 from tests.reflection_helpers import ingest_entity, use_fake_llm
 from zeromem import services
+from zeromem.celery import app as celery_app
 from zeromem.fake_llm import FakeLLM
 from zeromem.models import LlmUsage, Memory
 
@@ -44,7 +46,13 @@ def test_metrics_show_what_the_scenario_did(tenant, settings):
     services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
         content="a note from yesterday", user_id="u3", created_at=timezone.now() - timedelta(hours=72))])
     lifecycle = lifecycle_run_now(tenant_id=tenant.id, trigger="cli").run
-    found = samples()
+    queued_before = redis_client().llen("celery")
+    for _ in range(3):  # no worker runs in this test: the messages wait in the broker
+        celery_app.send_task("zeromem.tests.never_consumed", queue="celery")
+    try:
+        found = samples()
+    finally:
+        redis_client().ltrim("celery", 3, -1)  # kombu LPUSHes, so ours are the first three
 
     def value(name, **labels):
         return found[(name, tuple(sorted(labels.items())))]
@@ -63,7 +71,7 @@ def test_metrics_show_what_the_scenario_did(tenant, settings):
     assert value("zeromem_llm_calls_total", tenant="acme") == usage.calls == 1
     assert value("zeromem_llm_tokens_total", tenant="acme") == usage.prompt_tokens + usage.completion_tokens
     assert value("zeromem_llm_cost_usd_total", tenant="acme") == 0.0  # the fake model has no price
-    assert value("zeromem_queue_depth", queue="celery") >= 0
+    assert value("zeromem_queue_depth", queue="celery") == queued_before + 3
     assert ConsolidationRun.objects.count() == 2
 
 
