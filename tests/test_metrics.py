@@ -18,6 +18,7 @@ from tests.reflection_helpers import ingest_entity, use_fake_llm
 from zeromem import services
 from zeromem.celery import app as celery_app
 from zeromem.fake_llm import FakeLLM
+from zeromem.metrics import CELERY_QUEUE
 from zeromem.models import LlmUsage, Memory
 
 pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]
@@ -46,13 +47,13 @@ def test_metrics_show_what_the_scenario_did(tenant, settings):
     services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
         content="a note from yesterday", user_id="u3", created_at=timezone.now() - timedelta(hours=72))])
     lifecycle = lifecycle_run_now(tenant_id=tenant.id, trigger="cli").run
-    queued_before = redis_client().llen("celery")
+    queued_before = redis_client().llen(CELERY_QUEUE)
     for _ in range(3):  # no worker runs in this test: the messages wait in the broker
-        celery_app.send_task("zeromem.tests.never_consumed", queue="celery")
+        celery_app.send_task("zeromem.tests.never_consumed", queue=CELERY_QUEUE)
     try:
         found = samples()
     finally:
-        redis_client().ltrim("celery", 3, -1)  # kombu LPUSHes, so ours are the first three
+        redis_client().ltrim(CELERY_QUEUE, 3, -1)  # kombu LPUSHes, so ours are the first three
 
     def value(name, **labels):
         return found[(name, tuple(sorted(labels.items())))]
