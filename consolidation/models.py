@@ -1,4 +1,4 @@
-"""Runs, claims and the ledger (DESIGN.md §4)."""
+"""Runs, claims and the ledger (ARCHITECTURE.md, "Data model")."""
 
 from __future__ import annotations
 

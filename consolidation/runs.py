@@ -24,8 +24,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation.events import event_emit
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunStatus
+from zeromem.core.events import event_emit
 
 
 def lease() -> timedelta:

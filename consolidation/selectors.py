@@ -11,8 +11,8 @@ import numpy as np
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
-from consolidation.clustering import Item
-from zeromem.models import Memory, Tenant
+from consolidation.domain.clustering import Item
+from zeromem.models import Memory, MemorySource, Tenant
 
 EPISODIC_TYPES = ("episodic", "working")
 
@@ -180,7 +180,6 @@ def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UU
     counts by its recorded id)."""
     from django.db import connection
 
-    from zeromem.models import MemorySource
 
     table = MemorySource._meta.db_table
     closure: dict[uuid.UUID, set[uuid.UUID]] = {m: {m} for m in memory_ids}

@@ -23,8 +23,11 @@ from django.conf import settings
 from django.dispatch import receiver
 from django.utils import timezone
 
-from consolidation.events import memory_event
 from consolidation.models import WebhookDelivery, WebhookEndpoint
+from zeromem.core.events import memory_event
+from zeromem.core.tasks import send_task
+
+WEBHOOK_DELIVER_TASK = "consolidation.webhook_deliver"  # registered in consolidation.tasks
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +93,5 @@ def _record_attempt(delivery: WebhookDelivery, code: int | None, error: str) -> 
 def _on_event(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
     """After commit: create the deliveries and enqueue them. Errors are logged (the signal is sent robustly):
     the change that caused the event is already committed and must not be affected."""
-    from consolidation.tasks import webhook_deliver_task
-
     for delivery_id in webhook_deliveries_create(payload=payload):
-        webhook_deliver_task.apply_async(kwargs={"delivery_id": delivery_id})
+        send_task(WEBHOOK_DELIVER_TASK, delivery_id=delivery_id)

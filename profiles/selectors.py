@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiles.models import MemoryProfile
-from zeromem.selectors import MemoryFilter, SearchHit, memories_search
+from zeromem.core.selectors import MemoryFilter, SearchHit, memories_search
 
 PROFILE_SHARE = 0.5  # at most this share of the budget goes to the profile; search results get the rest
 

@@ -1,23 +1,35 @@
-"""Profile writes: reflection merges what it found into the entity's (or user's) profile, never overwrites it."""
+"""Profile writes: reflection merges what it found into the entity's (or user's) profile, never overwrites it.
+
+These write the profile only. The ledger row and the `profile.updated` event of a change are written by the
+caller, which holds the run and the transaction (`consolidation.ledger.profile_change_record`)."""
 
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
 
-from consolidation.events import event_emit
-from consolidation.insights import PROFILE_FIELD, same_statement
-from consolidation.models import LedgerEntry
-from consolidation.services import ledger_write
+from consolidation.domain.insights import same_statement
 from profiles.models import MemoryProfile
 
 MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
 SNAPSHOT_FIELDS = ("preferences", "behaviors", "facts", "summary", "summary_source_ids")
+PROFILE_FIELD = {"preference": "preferences", "behavior": "behaviors", "failure_pattern": "behaviors",
+                 "domain_fact": "facts", "entity": "facts", "constraint": "facts"}
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    """What a merge or a restore did to a profile: what the caller records in the ledger and the event."""
+
+    profile: MemoryProfile
+    previous: dict[str, Any]  # the snapshot an undo writes back
+    added: tuple[str, ...] = ()
+    folded: tuple[str, ...] = ()
+    cited: tuple[str, ...] = ()  # memory ids the new items and summary rest on
 
 
 @dataclass(frozen=True)
@@ -36,11 +48,11 @@ class ProfileItem:
 
 
 def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str,
-                  items: Sequence[ProfileItem], summary: str, summary_source_ids: Sequence[str],
-                  run_id: uuid.UUID | None, actor: str) -> bool:
+                  items: Sequence[ProfileItem], summary: str,
+                  summary_source_ids: Sequence[str]) -> ProfileChange | None:
     """Fold items into the profile (a statement already there gains sources and keeps the higher confidence),
-    take the new summary, bump the version; ledger row and `profile.updated` after commit. Call inside the
-    transaction that writes the items' memories. Returns whether anything changed."""
+    take the new summary, bump the version. Call inside the transaction that writes the items' memories.
+    Returns the change, or None when nothing changed."""
     profile, _ = MemoryProfile.objects.select_for_update().get_or_create(
         tenant_id=tenant_id, user_id=user_id, entity_id=entity_id or "", namespace=namespace)
     now = timezone.now().isoformat()
@@ -58,23 +70,15 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
             folded.append(item.statement)
     changed = bool(added or folded) or (bool(summary) and summary != profile.summary)
     if not changed:
-        return False
+        return None
     _trim(profile)
     if summary:
         profile.summary, profile.summary_source_ids = summary, list(summary_source_ids)
     profile.version += 1
     profile.save()
     cited = {s for item in items for s in (*item.source_ids, item.memory_id)} | set(summary_source_ids)
-    ledger_write(tenant_id=tenant_id, action="profile.update", actor=actor, run_id=run_id, user_id=user_id,
-                 memory_ids=sorted(cited),
-                 inputs={"profile_id": profile.id, "entity_id": entity_id, "namespace": namespace,
-                         "previous_summary": previous["summary"], "previous": previous},
-                 outputs={"version": profile.version, "added": added, "folded": folded, "summary": profile.summary},
-                 reason="reflection merged new items into the profile")
-    event_emit(event="profile.updated", tenant_id=tenant_id, data={
-        "profile_id": profile.id, "user_id": user_id, "entity_id": entity_id, "namespace": namespace,
-        "version": profile.version, "added": len(added), "folded": len(folded)})
-    return True
+    return ProfileChange(profile=profile, previous=previous, added=tuple(added), folded=tuple(folded),
+                         cited=tuple(sorted(cited)))
 
 
 def _fold_into(existing: dict[str, Any], item: ProfileItem, now: str) -> None:
@@ -92,21 +96,16 @@ def _trim(profile: MemoryProfile) -> None:
             setattr(profile, name, entries[:MAX_ITEMS_PER_LIST])
 
 
-def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any], actor: str,
-                    reason: str) -> LedgerEntry | None:
-    """Put a profile back as a ledger snapshot had it (undo of a reflection): a new version, a ledger row and
-    `profile.updated` after commit. Missing profile (erased since): nothing to restore."""
+def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any]) -> ProfileChange | None:
+    """Put a profile back as a ledger snapshot had it (undo of a reflection), as a new version. Missing profile
+    (erased since): nothing to restore."""
     profile = MemoryProfile.objects.select_for_update().filter(tenant_id=tenant_id, id=profile_id).first()
     if profile is None:
         return None
+    previous = copy.deepcopy({name: getattr(profile, name) for name in SNAPSHOT_FIELDS})
     for name in SNAPSHOT_FIELDS:
         if name in snapshot:
             setattr(profile, name, snapshot[name])
     profile.version += 1
     profile.save()
-    entry = ledger_write(tenant_id=tenant_id, action="profile.restore", actor=actor, user_id=profile.user_id,
-                 inputs={"profile_id": profile.id}, outputs={"version": profile.version}, reason=reason)
-    event_emit(event="profile.updated", tenant_id=tenant_id, data={
-        "profile_id": profile.id, "user_id": profile.user_id, "entity_id": profile.entity_id or None,
-        "namespace": profile.namespace, "version": profile.version, "added": 0, "folded": 0})
-    return entry
+    return ProfileChange(profile=profile, previous=previous)

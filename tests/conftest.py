@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from zeromem import services
+from zeromem.core import services
 from zeromem.models import Tenant
 
 
 def subprocess_database_url() -> str:
     """DATABASE_URL pointing at the test database pytest-django created, for subprocesses (worker, beat, CLI)."""
-    from zeromem.proof.processes import current_database_url
+    from zeromem.devtools.proof.processes import current_database_url
 
     return current_database_url()
 
@@ -25,7 +25,7 @@ def subprocess_database_url() -> str:
 @pytest.fixture
 def events() -> Iterator[list[dict[str, Any]]]:
     """Every event payload sent (after commit) while the test runs."""
-    from consolidation.events import memory_event
+    from zeromem.core.events import memory_event
 
     seen: list[dict[str, Any]] = []
 

@@ -227,8 +227,8 @@ class EmbeddedServices:
         return ServiceUrls(database_url=str(state["database_url"]), redis_url=str(state["redis_url"]))
 
 
-# Commands that report figures run on their own throwaway services (DESIGN.md §6), so they never touch the
-# demo's data and may run beside each other.
+# Commands that report figures run on their own throwaway services (ARCHITECTURE.md, "Commands that report
+# figures"), so they never touch the demo's data and may run beside each other.
 ISOLATED_COMMANDS = {"bench", "evaluate", "prove", "browser_check"}
 NO_SERVICES_COMMANDS = {"devservers", "help", "makemigrations", "version", "--help", "-h", "--version"}
 NO_MIGRATE_COMMANDS = {"migrate", "showmigrations", "sqlmigrate"}

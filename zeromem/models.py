@@ -1,6 +1,6 @@
-"""Core data model (DESIGN.md §4): tenants, API keys, memories and the links between them.
+"""Core data model (ARCHITECTURE.md, "Data model"): tenants, API keys, memories and the links between them.
 
-State fields are never assigned here or in views: `zeromem.services.memory_transition` owns them.
+State fields are never assigned here or in views: `zeromem.core.services.memory_transition` owns them.
 """
 
 from __future__ import annotations

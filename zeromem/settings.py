@@ -6,6 +6,7 @@ Without DATABASE_URL / REDIS_URL, the embedded services under `var/` are used (z
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -107,7 +108,7 @@ DATABASES = {"default": database_config(env_str("DATABASE_URL", _embedded.databa
 REDIS_URL = redis_url(env_str("REDIS_URL", _embedded.redis_url))
 
 INSTALLED_APPS = [
-    "zeromem.apps.OperatorAdminConfig",
+    "zeromem.operator.apps.OperatorAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -118,6 +119,7 @@ INSTALLED_APPS = [
     "zeromem",
     "consolidation",
     "profiles",
+    *(["zeromem.devtools"] if importlib.util.find_spec("zeromem.devtools") else []),
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -132,7 +134,7 @@ ROOT_URLCONF = "zeromem.urls"
 WSGI_APPLICATION = "zeromem.wsgi.application"
 TEMPLATES = [{
     "BACKEND": "django.template.backends.django.DjangoTemplates",
-    "DIRS": [],
+    "DIRS": [Path(__file__).resolve().parent / "operator" / "templates"],  # the admin app is Django's own
     "APP_DIRS": True,
     "OPTIONS": {"context_processors": [
         "django.template.context_processors.request",
@@ -195,7 +197,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # With acks_late on Redis a task held by a killed worker comes back only after visibility_timeout, and a
 # task running longer than it is delivered twice: set it explicitly, longer than the longest task's hard
-# time limit; run claims carry their own lease (DESIGN.md §3).
+# time limit; run claims carry their own lease (ARCHITECTURE.md, "Runtime").
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("ZEROMEMORY_VISIBILITY_TIMEOUT", 7200, minimum=10, maximum=86_400),
     # How often a worker looks for messages whose worker died (older than the visibility timeout) to redeliver.
@@ -206,7 +208,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-# --- clustering (DESIGN.md §5) ------------------------------------------------------------------------------
+# --- clustering (ARCHITECTURE.md, "Jobs") -----------------------------------------------------------------------------
 # The cosine floor is calibrated for the configured embedder: all-MiniLM-L6-v2 scores paraphrases 0.60–0.95
 # and unrelated pairs <= 0.30 (the commonly published 0.75 misses 3 of 10 paraphrases with this model).
 # Measured with `bench calibrate` (same-fact pairs 0.81–0.96, related 0.25–0.72, unrelated <= 0.06) and tuned
@@ -214,7 +216,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 ZEROMEMORY_CLUSTER_COSINE_FLOOR = env_float("ZEROMEMORY_CLUSTER_COSINE_FLOOR", 0.55, minimum=0.0, maximum=1.0)
 ZEROMEMORY_CLUSTER_FACT_JACCARD = env_float("ZEROMEMORY_CLUSTER_FACT_JACCARD", 0.5, minimum=0.0, maximum=1.0)
 ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, minimum=0.0, maximum=1.0)
-# Union-find never grows a cluster past this (DESIGN.md caps it at 20). Small, tight clusters keep what an agent
+# Union-find never grows a cluster past this (ARCHITECTURE.md caps it at 20). Small, tight clusters keep what an agent
 # retrieves within a context budget as good as before clustering; at 20, LoCoMo budget recall fell by 0.02.
 ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 4, minimum=2, maximum=20)
 ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
@@ -223,7 +225,7 @@ ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48,
 # this keeps up to the embedder's input limit (1,000 characters).
 ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
 
-# --- reflection and LLM calls (DESIGN.md §5) --------------------------------------------------------------------
+# --- reflection and LLM calls (ARCHITECTURE.md, "Jobs") ---------------------------------------------------------------
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider
 # credentials are configured), then the default: "builtin:extractive" (deterministic, no network).
 ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
@@ -256,7 +258,7 @@ ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 2
 # With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.
 ZEROMEMORY_EXTRACTION_PHASE = env_bool("ZEROMEMORY_EXTRACTION_PHASE", False)
 
-# --- lifecycle (DESIGN.md §5); each is overridable per tenant in Tenant.overrides under the lower-case name
+# --- lifecycle (ARCHITECTURE.md, "Jobs"); each is overridable per tenant in Tenant.overrides under the lower-case name
 # after ZEROMEMORY_ (e.g. {"decay_half_life_days": 14, "purge_days": 7}) ------------------------------------------
 # activation = importance × 2^(−days since last access (or creation) / half-life)
 ZEROMEMORY_DECAY_HALF_LIFE_DAYS = env_float("ZEROMEMORY_DECAY_HALF_LIFE_DAYS", 30.0, minimum=0.1, maximum=36_500.0)

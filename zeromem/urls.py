@@ -1,8 +1,8 @@
 from django.contrib import admin
 from django.urls import path
 
-from zeromem import views
-from zeromem.api import api
+from zeromem.api import views
+from zeromem.api.routes import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),

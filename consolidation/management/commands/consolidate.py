@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from consolidation.clustering_jobs import clustering_dry_run, clustering_run_now
+from consolidation.jobs.clustering import clustering_dry_run, clustering_run_now
 from consolidation.models import RunTrigger
 from zeromem.models import Memory, Tenant
 

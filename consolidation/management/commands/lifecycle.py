@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from consolidation.lifecycle import lifecycle_counts, lifecycle_run_now, lifecycle_summary
+from consolidation.jobs.lifecycle import lifecycle_counts, lifecycle_run_now, lifecycle_summary
 from consolidation.models import RunTrigger
 from zeromem.models import Tenant
 

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import RunTrigger
-from consolidation.reflection_jobs import reflection_run_now
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
 from zeromem.models import Tenant
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from consolidation.beat import periodic_tasks_upsert
+from consolidation.schedules import periodic_tasks_upsert
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from zeromem import services
+from zeromem.core import services
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
-from zeromem import services
+from zeromem.core import services
 from zeromem.models import Memory
 
 

@@ -1,0 +1,245 @@
+"""Extractive merging of a cluster into semantic text. Deterministic; no Django import.
+
+A merged memory keeps what a later question may need and drops what states nothing:
+1. each member's text is split into sentences (a "Speaker: " prefix is remembered, not repeated);
+2. low-signal sentences go: greetings, acknowledgements, bare questions;
+3. relative dates are anchored to the member's date ("yesterday" → "yesterday (7 May 2023)");
+4. near-duplicates collapse into the most complete statement (the most recent on a tie) — but only when the
+   dropped one has no concrete value (number, date, name) that the kept one lacks, so details survive verbatim;
+5. the rest is packed, in order, into texts of at most `limit` characters (a cluster that does not fit becomes
+   several memories); every member is cited by the text that holds its sentences.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from zeromem.core.domain.entities import extract_entities
+
+_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): (.*)$", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+_WORD = re.compile(r"[a-z0-9']+")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
+LOW_SIGNAL = re.compile(
+    r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
+    r"sweet|wonderful|fantastic|perfect|totally|absolutely|definitely|exactly|sure|yeah|yes|yep|no|nope|true|"
+    r"right|thanks|thank you|thx|cheers|bye|goodbye|see you|see ya|take care|good luck|congrats|"
+    r"congratulations|same here|me too|i agree|agreed|sounds good|sounds great|that's (?:so )?(?:great|awesome|"
+    r"amazing|cool|nice|wonderful|fantastic|true|right|sweet|lovely|good|fair)|good to (?:see|hear from) you|"
+    r"glad to hear(?: that)?|you too|no problem|of course|for sure|i know(?: right)?|my pleasure)"
+    r"(?:[\s,!.]+(?:so much|a lot|too|man|dude|buddy|friend|mate|again|(?-i:[A-Z][a-z]+))){0,2}[\s!.,]*)$", re.I)
+# Chit-chat aimed at the other person or at nothing in particular: compliments, encouragement, generic
+# enthusiasm. Dropped only when the sentence carries no concrete value (number, date, name).
+SMALL_TALK = re.compile(
+    r"^(?:(?:you're|you are|you'll|you've|you were|you'd|your)\b|"
+    r"(?:wow|whoa|aw+|oh|ooh|phew|yeah|yes|haha+|omg|yay|agreed|totally|absolutely)\b[^.!?]{0,60}\b"
+    r"(?:great|awesome|amazing|cool|fun|nice|lovely|beautiful|wonderful|fantastic|incredible|sweet|cute)\b|"
+    r"(?:glad|happy) (?:you|to hear|it)\b|"
+    r"(?:i'm|i am) (?:so |really )?(?:glad|happy|proud|excited|thrilled|sorry) (?:for|of|to hear)|"
+    r"(?:keep (?:it )?up|keep going|good job|well done|you got this|hang in there|good for you)\b|"
+    r"(?:i'd|i would) love to (?:see|hear|check)|"
+    r"(?:that|it|this|what a|such a)\b[\w\s']{0,40}\b(?:sounds?|looks?|seems?|is|was|'s)\b[\w\s']{0,25}\b"
+    r"(?:great|awesome|amazing|cool|fun|nice|lovely|beautiful|gorgeous|wonderful|fantastic|incredible|inspiring|"
+    r"special|impressive|exciting|sweet|cute|fancy|pretty|adorable|stunning|brilliant|peaceful|calming|"
+    r"powerful|relaxing|perfect)[!.]*$)|"
+    r".*\bmeans? (?:a lot|so much|the world)\b", re.I)
+STOP = frozenset([
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
+    "was", "were", "be", "been", "it", "its", "this", "that", "i", "you", "he", "she", "we", "they", "my", "your",
+    "his", "her", "our", "their", "me", "him", "them", "us", "so", "just", "really", "very",
+])
+
+
+@dataclass(frozen=True)
+class Member:
+    text: str
+    on: date  # the member's date: what its relative dates mean
+
+
+@dataclass
+class Chunk:
+    """One merged text and the indexes of the members it stands for."""
+
+    text: str
+    members: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Sentence:
+    member: int
+    speaker: str
+    text: str
+    words: frozenset[str]
+    values: frozenset[str]
+
+
+def split_speaker(text: str) -> tuple[str, str]:
+    match = _SPEAKER.match(text.strip())
+    return (match.group(1), match.group(2)) if match else ("", text.strip())
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> bool:
+    """Greetings, acknowledgements, bare questions and value-free small talk state nothing a later question
+    could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values."""
+    text = sentence.strip()
+    if LOW_SIGNAL.match(text):
+        return True
+    vague = bool(_QUESTION.search(text) or SMALL_TALK.match(text)) or _content_words(text) <= 2
+    return vague and not _NUMBER.search(text) and not _has_name(text, common_names) \
+        and not concrete_values(text) - common_names
+
+
+def _content_words(text: str) -> int:
+    # "It's special to me." says too little to keep on its own.
+    return sum(1 for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 2)
+
+
+_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
+
+
+def _has_name(text: str, common_names: frozenset[str]) -> bool:
+    # A capitalised word after the first one ("I" aside) names someone or something.
+    words = (w.strip(".,!?;:'\"()") for w in text.split()[1:])
+    return any(w[:1].isupper() and w not in _NOT_NAMES and w.lower() not in common_names for w in words)
+
+
+def concrete_values(sentence: str) -> frozenset[str]:
+    """Numbers, dates and names: what a merge must never lose."""
+    return frozenset(_NUMBER.findall(sentence)) | frozenset(e.lower() for e in extract_entities(sentence))
+
+
+# --- relative dates ----------------------------------------------------------------------------------------
+
+def _day(d: date) -> str:
+    return f"{d.day} {calendar.month_name[d.month]} {d.year}"
+
+
+def _month(d: date, delta: int) -> str:
+    index = d.year * 12 + d.month - 1 + delta
+    return f"{calendar.month_name[index % 12 + 1]} {index // 12}"
+
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_AGO = re.compile(r"\b(\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten) "
+                  r"(day|week|month|year)s? ago\b(?! \()", re.I)
+_RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|this morning|this evening|this afternoon|"
+                       r"last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn)|"
+                       r"(?:this|next) (?:week|weekend|month|year))\b(?! \()", re.I)
+
+
+def _anchor_relative(phrase: str, on: date) -> str:
+    p = phrase.lower()
+    fixed = {"yesterday": _day(on - timedelta(days=1)), "last night": _day(on - timedelta(days=1)),
+             "tomorrow": _day(on + timedelta(days=1)), "last month": _month(on, -1), "this month": _month(on, 0),
+             "next month": _month(on, 1), "last year": str(on.year - 1), "this year": str(on.year),
+             "next year": str(on.year + 1), "last week": f"the week before {_day(on)}",
+             "last weekend": f"the weekend before {_day(on)}", "this week": f"the week of {_day(on)}",
+             "this weekend": f"the weekend of {_day(on)}", "next week": f"the week after {_day(on)}",
+             "next weekend": f"the weekend after {_day(on)}"}
+    if p in fixed:
+        return fixed[p]
+    if p.startswith("last "):
+        return f"{p[5:]} {on.year - 1 if p[5:] in {'winter', 'fall', 'autumn'} and on.month < 6 else on.year}"
+    return _day(on)  # today, tonight, this morning/afternoon/evening
+
+
+def _anchor_ago(match: re.Match[str], on: date) -> str:
+    amount = int(match.group(1)) if match.group(1).isdigit() else _NUMBERS[match.group(1).lower()]
+    unit = match.group(2).lower()
+    if unit == "day":
+        return _day(on - timedelta(days=amount))
+    if unit == "week":
+        return f"the week of {_day(on - timedelta(weeks=amount))}"
+    if unit == "month":
+        return _month(on, -amount)
+    return str(on.year - amount)
+
+
+def anchor_dates(sentence: str, on: date) -> str:
+    """Append the absolute date after each relative expression: "last year" → "last year (2022)"."""
+    sentence = _AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
+    return _RELATIVE.sub(lambda m: f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+
+
+# --- merging -----------------------------------------------------------------------------------------------
+
+def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> list[_Sentence]:
+    found = []
+    for index, member in enumerate(members):
+        speaker, body = split_speaker(member.text)
+        for text in sentences(body):
+            if not is_low_signal(text, common_names):
+                anchored = anchor_dates(text, member.on)
+                found.append(_Sentence(index, speaker, anchored,
+                                       frozenset(w for w in _WORD.findall(anchored.lower()) if w not in STOP),
+                                       concrete_values(anchored)))
+    return found
+
+
+def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float) -> bool:
+    if candidate.speaker != kept.speaker or not candidate.words:
+        return False
+    overlap = len(candidate.words & kept.words) / len(candidate.words | kept.words)
+    return overlap >= threshold and candidate.values <= kept.values
+
+
+def _collapse(found: list[_Sentence], threshold: float) -> list[_Sentence]:
+    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says."""
+    ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
+    kept: list[_Sentence] = []
+    for sentence in ranked:
+        if not any(_redundant(sentence, other, threshold) for other in kept):
+            kept.append(sentence)
+    chosen = {id(s) for s in kept}
+    return [s for s in found if id(s) in chosen]  # back in conversation order
+
+
+def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
+    """Whole members only (a member is cited by exactly one text), in order, as few texts as fit `limit`;
+    one member longer than `limit` gets a text of its own, cut at `hard_limit`."""
+    by_member: dict[int, list[_Sentence]] = {}
+    for sentence in kept:
+        by_member.setdefault(sentence.member, []).append(sentence)
+    chunks: list[Chunk] = []
+    speaker: str | None = None
+    for member, group in by_member.items():
+        body = " ".join(s.text for s in group)
+        joined = body if group[0].speaker in ("", speaker) else f"{group[0].speaker}: {body}"
+        if chunks and len(chunks[-1].text) + 1 + len(joined) <= limit:
+            chunks[-1].text = f"{chunks[-1].text} {joined}"
+            chunks[-1].members.append(member)
+        else:
+            alone = f"{group[0].speaker}: {body}" if group[0].speaker else body
+            chunks.append(Chunk(_cut(alone, max(limit, hard_limit) if len(alone) > limit else limit), [member]))
+        speaker = group[0].speaker
+    return chunks
+
+
+def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
+                  common_names: frozenset[str] = frozenset()) -> list[Chunk]:
+    """Merged texts for a cluster, each with the members it cites; every member is cited exactly once.
+    `common_names`: names so frequent in this store that they say nothing (lower-cased)."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy)
+    if not kept:  # nothing but small talk: the longest member stands for all of them
+        longest = max(range(len(members)), key=lambda i: (len(members[i].text), i))
+        return [Chunk(_cut(members[longest].text.strip(), limit), list(range(len(members))))]
+    chunks = _pack(kept, limit, hard_limit)
+    cited = {m for chunk in chunks for m in chunk.members}
+    chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
+    return chunks
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit - 1].rsplit(" ", 1)[0] + "…"

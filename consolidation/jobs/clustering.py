@@ -1,0 +1,323 @@
+"""The clustering job for one (tenant, user): select, cluster, and write each cluster as a semantic memory.
+
+Every cluster is written in its own short transaction that (1) renews the run's lease (a worker that lost
+it writes nothing), (2) creates or updates the semantic memory and its source links, (3) moves the sources
+to consolidated with a conditional UPDATE (a source another writer moved first aborts the cluster), and
+(4) writes the ledger row; events go out after commit. Embedding happens before the transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from consolidation.domain import clustering
+from consolidation.domain.contradictions import COMPATIBLE, SUPERSEDE, Verdict, judge_texts
+from consolidation.domain.merging import Chunk, Member, merge_cluster
+from consolidation.jobs.safety import canary_baseline, safety_check
+from consolidation.ledger import ledger_write, memory_transition, semantic_snapshot
+from consolidation.models import ConsolidationRun, RunKind, RunStatus
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
+from consolidation.selectors import Loaded, clustering_input, clustering_queryset
+from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.domain.transitions import TransitionRefused
+from zeromem.core.events import event_emit
+from zeromem.core.services import content_hash, search_stats_add
+from zeromem.models import Memory, MemoryRelation, MemorySource, Tenant
+
+Progress = Callable[[int, int], None]  # (done, total) clusters
+
+
+def clustering_params() -> clustering.Params:
+    return clustering.Params(cosine_floor=settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR,
+                             fact_jaccard=settings.ZEROMEMORY_CLUSTER_FACT_JACCARD,
+                             hub_share=settings.ZEROMEMORY_CLUSTER_HUB_SHARE,
+                             max_cluster=settings.ZEROMEMORY_CLUSTER_MAX_SIZE)
+
+
+@dataclass
+class Plan:
+    """What a run would write: supersedes and flagged contradictions first, then one entry per merged text
+    (a cluster too long for one text gives several)."""
+
+    loaded: Loaded
+    merges: list[Merge] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    pairs: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    older: int
+    newer: int
+    verdict: Verdict
+
+
+@dataclass
+class Merge:
+    base: int | None  # index of an active semantic memory this merge updates, or None for a new one
+    members: list[int]  # indexes of the memories folded into it (never the base)
+    text: str
+    scores: dict[str, float]
+
+
+def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> Plan:
+    loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
+                              settings.ZEROMEMORY_EMBEDDING_DIM)
+    params = clustering_params()
+    # Hub entities (the people talking, "prod") are no detail worth keeping a sentence for, and no subject
+    # two statements share.
+    pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
+    common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
+    decisions = contradiction_decisions(loaded, pairs, common)
+    # A superseded statement is archived, not folded. A flagged pair may still merge: the extractive text keeps
+    # both values, and the contradicts relation points the operator at the two statements.
+    superseded = {d.older for d in decisions if d.verdict.kind == SUPERSEDE}
+    linked = [p for p in pairs if p.a not in superseded and p.b not in superseded]
+    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster)
+    links = _links_per_group(groups, linked)
+    plan = Plan(loaded=loaded, pairs=len(pairs), decisions=decisions)
+    for number, group in enumerate(groups):
+        plan.merges += _merges_for(loaded, group, links[number], common)
+    return plan
+
+
+def contradiction_decisions(loaded: Loaded, pairs: Sequence[clustering.Pair],
+                            common: frozenset[str]) -> list[Decision]:
+    """Judge each candidate pair of episodes (older first); each statement is superseded at most once, by its
+    newest contradicting successor."""
+    decisions = []
+    for pair in pairs:
+        if any(loaded.rows[i]["memory_type"] == "semantic" for i in (pair.a, pair.b)):
+            continue
+        older, newer = sorted((pair.a, pair.b), key=lambda i: (loaded.rows[i]["created_at"], i))
+        verdict = judge_texts(loaded.rows[older]["content"], loaded.rows[older]["created_at"],
+                              loaded.rows[newer]["content"], loaded.rows[newer]["created_at"], common)
+        if verdict.kind != COMPATIBLE:
+            decisions.append(Decision(older, newer, verdict))
+    decisions.sort(key=lambda d: loaded.rows[d.newer]["created_at"], reverse=True)
+    superseded: set[int] = set()
+    unique = []
+    for decision in decisions:
+        if decision.verdict.kind == SUPERSEDE:
+            if decision.older in superseded:
+                continue
+            superseded.add(decision.older)
+        unique.append(decision)
+    return unique
+
+
+def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
+    """The strengths of the candidate pairs inside each cluster (one pass over the pairs)."""
+    group_of = {member: number for number, group in enumerate(groups) for member in group}
+    links: dict[int, list[float]] = defaultdict(list)
+    for pair in pairs:
+        number = group_of.get(pair.a)
+        if number is not None and number == group_of.get(pair.b):
+            links[number].append(pair.strength)
+    return links
+
+
+def _merges_for(loaded: Loaded, group: list[int], links: list[float], common: frozenset[str]) -> list[Merge]:
+    semantic = [i for i in group if loaded.rows[i]["memory_type"] == "semantic"]
+    base = semantic[0] if semantic else None
+    ordered = ([base] if base is not None else []) + [i for i in group if i != base]
+    chunks = merge_cluster([Member(loaded.rows[i]["content"], loaded.rows[i]["created_at"].date()) for i in ordered],
+                           limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+    scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
+    return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
+            if len(chunk.members) >= 2]
+
+
+def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:
+    members = [ordered[m] for m in chunk.members if ordered[m] != base]
+    return Merge(base=base, members=members, text=chunk.text, scores=scores)
+
+
+# --- writing -------------------------------------------------------------------------------------------------
+
+def _semantic_fields(rows: Sequence[dict[str, Any]], text: str) -> dict[str, Any]:
+    importance = max(r["importance"] for r in rows)
+    kinds = Counter(r["kind"] for r in rows).most_common(1)[0][0]
+    entities = list(dict.fromkeys(e for r in rows for e in r["entities"]))[:50]
+    return {
+        "content": text, "content_hash": content_hash(text), "importance": importance, "kind": kinds,
+        "corroboration_count": sum(r["corroboration_count"] for r in rows),
+        "confidence": min(1.0, max(r["confidence"] for r in rows) + 0.05 * (len(rows) - 1)),
+        "stability_score": sum((r["importance"] + r["reward_score"]) / 2 for r in rows) / len(rows),
+        "entities": entities, "tags": sorted({t for r in rows for t in r["tags"]}),
+        "valid_from": min(r["created_at"] for r in rows),
+    }
+
+
+def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id: str, loaded: Loaded,
+                 merge: Merge, vector: list[float] | None) -> Memory:
+    members = [loaded.rows[i] for i in merge.members]
+    everything = members + ([loaded.rows[merge.base]] if merge.base is not None else [])
+    fields = _semantic_fields(everything, merge.text)
+    with transaction.atomic():
+        run_fence(run_id=run.id, worker=worker)
+        semantic, base_before = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
+        MemorySource.objects.bulk_create([
+            MemorySource(memory=semantic, source_id=r["id"], source_memory_id=r["id"],
+                         source_content_hash=r["content_hash"]) for r in members], ignore_conflicts=True)
+        memory_transition(tenant_id=tenant_id, memory_ids=[r["id"] for r in members], operation="consolidate",
+                          actor=f"run:{run.id}", run_id=run.id, reason="folded into a semantic memory")
+        ledger_write(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=user_id,
+                     memory_ids=[r["id"] for r in members],
+                     inputs={"members": [{"id": str(r["id"]), "content_hash": r["content_hash"]} for r in members],
+                             "base": str(semantic.id) if merge.base is not None else None,
+                             "base_content": loaded.rows[merge.base]["content"] if merge.base is not None else None,
+                             "base_before": base_before},
+                     outputs={"semantic_id": str(semantic.id), "content": merge.text,
+                              "created": merge.base is None},
+                     reason="clustered by shared entities / embedding similarity", scores=merge.scores,
+                     undoable=True)
+        _emit_merge(tenant_id, semantic, members, created=merge.base is None)
+    return semantic
+
+
+def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, fields: dict[str, Any],
+                     vector: list[float] | None) -> tuple[Memory, dict[str, Any] | None]:
+    """(the semantic memory, the base's fields before this merge — what an undo puts back — or None)."""
+    if merge.base is not None:
+        base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state="raw").first()
+        if base is None:
+            raise TransitionRefused(f"semantic memory {loaded.ids[merge.base]} is no longer active")
+        before = semantic_snapshot(base, [*fields, "metadata"])
+        for name, value in fields.items():
+            setattr(base, name, value)
+        base.embedding = vector
+        base.metadata = {**base.metadata, "source_type": "consolidated",
+                         "source_count": int(base.metadata.get("source_count", 0)) + len(merge.members)}
+        base.save()
+        return base, before
+    namespace, entity_id, window = loaded.items[merge.members[0]].scope
+    semantic = Memory.objects.create(
+        tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
+        memory_type="semantic", embedding=vector, created_at=timezone.now(),
+        metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields)
+    search_stats_add(memory_ids=[semantic.id])
+    return semantic, None
+
+
+def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
+                    decision: Decision) -> bool:
+    """A supersede (older archived, `superseded_by`, `valid_to`, a supersedes relation, `memory.superseded`) or a
+    flagged contradiction (a contradicts relation for review), with a ledger row holding the evidence."""
+    older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
+    evidence = {"older": {"id": str(older["id"]), "content": older["content"], "at": older["created_at"].isoformat()},
+                "newer": {"id": str(newer["id"]), "content": newer["content"], "at": newer["created_at"].isoformat()}}
+    supersede = decision.verdict.kind == SUPERSEDE
+    with transaction.atomic():
+        run_fence(run_id=run.id, worker=worker)
+        if supersede:
+            memory_transition(tenant_id=tenant_id, memory_ids=[older["id"]], operation="supersede",
+                              actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
+            Memory.objects.filter(id=older["id"]).update(superseded_by_id=newer["id"], valid_to=newer["created_at"])
+        _, created = MemoryRelation.objects.get_or_create(
+            tenant_id=tenant_id, from_memory_id=newer["id"], to_memory_id=older["id"],
+            relation_type="supersedes" if supersede else "contradicts",
+            defaults={"flagged": not supersede, "score": decision.verdict.overlap,
+                      "metadata": {"reason": decision.verdict.reason}})
+        if not created:
+            return False
+        ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
+                     actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
+                     memory_ids=[older["id"], newer["id"]], inputs=evidence, reason=decision.verdict.reason,
+                     scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
+        if supersede:
+            event_emit(event="memory.superseded", tenant_id=tenant_id,
+                       data={"memory_id": str(older["id"]), "superseded_by": str(newer["id"]),
+                             "reason": decision.verdict.reason})
+    return supersede
+
+
+def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[dict[str, Any]], *, created: bool) -> None:
+    data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
+            "source_ids": [str(r["id"]) for r in members]}
+    event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
+    event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
+
+
+# --- running -------------------------------------------------------------------------------------------------
+
+def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = False,
+                       progress: Progress | None = None) -> ConsolidationRun:
+    """Do the work of a claimed run and close it. A cluster whose sources another writer moved first is
+    skipped (its memories stay as they are); a lost lease stops the run without closing it."""
+    tenant = Tenant.objects.get(id=run.tenant_id)
+    started = time.perf_counter()
+    plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force)
+    planned = time.perf_counter()
+    vectors = embed_texts([m.text for m in plan.merges])
+    embedded = time.perf_counter()
+    counts: dict[str, Any] = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0,
+                              "superseded": 0}
+    baseline = canary_baseline(run=run, consolidating=_consolidating(plan), neighbours=plan.loaded.rows)
+    guarded = time.perf_counter()
+    try:
+        for decision in plan.decisions:
+            counts["superseded"] += _decide_one(run, worker, tenant.id, plan, decision)
+        for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
+            counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
+            if progress:
+                progress(done, len(plan.merges))
+        written = time.perf_counter()
+        failure = safety_check(run=run, worker=worker, baseline=baseline)
+    except LeaseLost:
+        return ConsolidationRun.objects.get(pk=run.id)
+    counts["timings"] = {"plan_s": round(planned - started, 3), "embed_s": round(embedded - planned, 3),
+                         "write_s": round(written - guarded, 3),
+                         "canary_s": round(guarded - embedded + time.perf_counter() - written, 3),
+                         "candidate_pairs": plan.pairs}
+    run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED if failure else RunStatus.SUCCEEDED,
+               error=failure or "", counts=counts)
+    return ConsolidationRun.objects.get(pk=run.id)
+
+
+def _consolidating(plan: Plan) -> list[dict[str, Any]]:
+    """The memories the plan folds into semantic memories: what must stay findable through them. (Superseded
+    statements leave search on purpose; an operator's canary can still guard one.)"""
+    return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})]
+
+
+def _decide_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, decision: Decision) -> int:
+    try:
+        return int(_write_decision(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded,
+                                   decision=decision))
+    except TransitionRefused:
+        return 0  # another writer moved the older statement first
+
+
+def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, merge: Merge,
+               vector: list[float] | None, counts: dict[str, Any]) -> dict[str, Any]:
+    try:
+        _write_merge(run=run, worker=worker, tenant_id=tenant_id, user_id=run.user_id, loaded=plan.loaded,
+                     merge=merge, vector=vector)
+    except TransitionRefused:
+        return counts  # another writer got there first: nothing of this cluster was written
+    return {**counts, "clusters": counts["clusters"] + 1, "merged": counts["merged"] + len(merge.members),
+            "created": counts["created"] + (merge.base is None)}
+
+
+def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,
+                       progress: Progress | None = None, wait_seconds: float = 3600) -> RunOutcome:
+    """Cluster one user in this process (CLI, admin), or join the clustering run already under way."""
+    return run_in_process(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger,
+                          wait_seconds=wait_seconds,
+                          execute=lambda run, worker: clustering_execute(run=run, worker=worker, force=force,
+                                                                         progress=progress))
+
+
+def clustering_dry_run(*, tenant_id: int, user_id: str, force: bool = False) -> Plan:
+    return clustering_plan(tenant=Tenant.objects.get(id=tenant_id), user_id=user_id, now=timezone.now(),
+                           force=force)

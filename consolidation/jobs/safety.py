@@ -1,0 +1,148 @@
+"""The retrieval safety net (issue 9): a clustering or reflection run must never make retrieval worse.
+
+Before a run writes, the canaries of its user are measured: the operator's (admin → Canaries: a query and the
+memories it must find) and up to `ZEROMEMORY_CANARY_SAMPLE` sampled from the memories the run is about to
+consolidate (query = the memory's most distinctive phrase, expected = that memory). After the run writes, the
+same canaries are measured again with the same search. Measure = budget recall (ARCHITECTURE.md, "Quality"): a semantic
+memory covers what it cites, transitively. When the mean drops by more than `ZEROMEMORY_CANARY_MAX_DROP`, the
+run's changes are undone through the ledger and the run fails with the figures. Canary searches call the
+search selector directly, so they record no access.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from consolidation.corrections.revert import run_revert
+from consolidation.domain.merging import is_low_signal, sentences, split_speaker
+from consolidation.models import Canary, ConsolidationRun
+from consolidation.runs import run_fence, run_progress
+from consolidation.selectors import provenance
+from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
+from zeromem.core.selectors import MemoryFilter, memories_search
+
+SEARCH_DEPTH = 25  # hits fetched per canary; the 2,000-character budget rarely reaches further
+
+
+@dataclass(frozen=True)
+class Probe:
+    query: str
+    expected: frozenset[uuid.UUID]
+    label: str  # "canary <id>" (configured in the admin) or "memory <id>" (sampled); never the query text,
+    # which is user content and would outlive an erasure in the run's result
+
+
+@dataclass(frozen=True)
+class Baseline:
+    probes: list[Probe]
+    before: list[float]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.before) / len(self.before)
+
+
+def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[dict[str, Any]],
+                  neighbours: Sequence[dict[str, Any]]) -> list[Probe]:
+    """The operator's canaries for the run's user, and a sample of the memories about to be consolidated, each
+    queried by its rarest phrase among `neighbours` (the memories the run read)."""
+    configured = [Probe(c.query, frozenset(uuid.UUID(str(i)) for i in c.expected_memory_ids), f"canary {c.id}")
+                  for c in Canary.objects.filter(tenant_id=run.tenant_id, user_id=run.user_id, active=True)[:100]
+                  if c.expected_memory_ids]
+    frequency = document_frequency(r["content"] for r in neighbours)
+    pool = sorted(consolidating, key=lambda r: str(r["id"]))
+    random.Random(str(run.id)).shuffle(pool)  # the same sample when a run is retried
+    sampled: list[Probe] = []
+    for row in pool:
+        if len(sampled) >= settings.ZEROMEMORY_CANARY_SAMPLE:
+            break
+        phrase = distinctive_phrase(informative_text(row["content"]), frequency)
+        if phrase:
+            sampled.append(Probe(phrase, frozenset([row["id"]]), f"memory {row['id']}"))
+    return configured + sampled
+
+
+def informative_text(content: str) -> str:
+    """The sentences of a memory that say something (greetings, thanks and compliments are not worth guarding:
+    consolidation drops them on purpose)."""
+    _, body = split_speaker(content)
+    return " ".join(s for s in sentences(body) if not is_low_signal(s))
+
+
+def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> list[float]:
+    scope = MemoryFilter(tenant_id=tenant_id, user_id=user_id)
+    recalls = []
+    for probe in probes:
+        hits = [h.memory for h in memories_search(scope=scope, query=probe.query, top_k=SEARCH_DEPTH)]
+        covers = provenance([m.id for m in hits])
+        recalls.append(budget_recall([(m.id, len(m.content)) for m in hits], covers, probe.expected))
+    return recalls
+
+
+def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[dict[str, Any]],
+                    neighbours: Sequence[dict[str, Any]]) -> Baseline | None:
+    """Measure before the run writes; None when the net is off or there is nothing to guard."""
+    if not settings.ZEROMEMORY_CANARIES or not consolidating:
+        return None
+    probes = canary_probes(run=run, consolidating=consolidating, neighbours=neighbours)
+    if not probes:
+        return None
+    return Baseline(probes, probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=probes))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    canaries: int
+    before: float
+    after: float
+    worse: list[str]  # labels of the canaries whose recall dropped
+
+    @property
+    def drop(self) -> float:
+        return self.before - self.after
+
+    @property
+    def failed(self) -> bool:
+        return self.drop > settings.ZEROMEMORY_CANARY_MAX_DROP
+
+    def as_json(self) -> dict[str, Any]:
+        return {"canaries": self.canaries, "recall_before": round(self.before, 4),
+                "recall_after": round(self.after, 4), "max_drop": settings.ZEROMEMORY_CANARY_MAX_DROP,
+                "failed": self.failed, "worse": self.worse[:10]}
+
+    def reason(self, undone: int, refused: Sequence[str]) -> str:
+        text = (f"retrieval safety net: budget recall over {self.canaries} canaries fell from {self.before:.3f} to "
+                f"{self.after:.3f} (more than {settings.ZEROMEMORY_CANARY_MAX_DROP}); {undone} change(s) of this "
+                f"run were undone through the ledger")
+        if refused:
+            text += f"; {len(refused)} could not be undone: " + "; ".join(refused[:3])
+        return text + ". Worse: " + ", ".join(self.worse[:5])
+
+
+def canary_verdict(*, run: ConsolidationRun, baseline: Baseline) -> Verdict:
+    after = probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=baseline.probes)
+    worse = [p.label for p, b, a in zip(baseline.probes, baseline.before, after, strict=True) if a < b]
+    return Verdict(len(after), baseline.mean, sum(after) / len(after), worse)
+
+
+def safety_check(*, run: ConsolidationRun, worker: str, baseline: Baseline | None) -> str | None:
+    """After the run wrote: measure again, keep the figures on the run, and undo the run's changes when
+    retrieval got worse. Returns the reason the run fails, or None."""
+    if baseline is None:
+        return None
+    verdict = canary_verdict(run=run, baseline=baseline)
+    with transaction.atomic():
+        run_progress(run_id=run.id, canaries=verdict.as_json())
+    if not verdict.failed:
+        return None
+    run_fence(run_id=run.id, worker=worker)  # only the run's holder undoes its work
+    undone = run_revert(run_id=run.id, actor=f"safety-net:run:{run.id}",
+                        reason=f"retrieval safety net: canary recall {verdict.before:.3f} → {verdict.after:.3f}")
+    return verdict.reason(undone.undone, undone.refused)

@@ -1,0 +1,110 @@
+"""The services that create, join and enqueue runs (API, admin, commands, beat fan-outs and session ends call
+these). Tasks are sent by their registered name after commit, so nothing here imports `consolidation.tasks`."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from consolidation.models import ConsolidationRun, RunKind, RunStatus, SessionEnd
+from consolidation.runs import run_request, run_wait
+from consolidation.selectors import ReflectionScope
+from zeromem.core.tasks import enqueue_on_commit, send_task
+
+# The names `consolidation.tasks` registers; queued messages and beat rows refer to them, so they never change.
+CLUSTERING_RUN = "consolidation.clustering_run"
+REFLECTION_RUN = "consolidation.reflection_run"
+LIFECYCLE_RUN = "consolidation.lifecycle_run"
+CONSOLIDATION_PASS = "consolidation.consolidation_pass"
+TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS)
+
+
+def clustering_trigger(*, tenant_id: int, user_id: str, trigger: str) -> tuple[uuid.UUID, bool]:
+    """Request a clustering run and enqueue its task after commit. Returns (run id, created); when the user
+    already has an active run, nothing new is enqueued and that run's id is returned."""
+    run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger)
+    if created:
+        enqueue_on_commit(CLUSTERING_RUN, run_id=str(run.id))
+    return run.id, created
+
+
+def clustering_trigger_users(*, users: Iterable[tuple[int, str]], trigger: str) -> tuple[int, int]:
+    """Trigger clustering for each (tenant, user); returns (runs created, users that already had one)."""
+    created = [clustering_trigger(tenant_id=t, user_id=u, trigger=trigger)[1] for t, u in users]
+    return sum(created), len(created) - sum(created)
+
+
+class RunBusy(Exception):
+    """The user's memories are held by another job (clustering, or another entity's reflection) past the wait."""
+
+    def __init__(self, run: ConsolidationRun) -> None:
+        super().__init__(f"another {run.kind} run ({run.id}) is working on this user's memories; try again later")
+        self.run = run
+
+
+def reflection_trigger(*, scope: ReflectionScope, trigger: str, force: bool = False) -> tuple[ConsolidationRun, bool]:
+    """Request a reflection run and enqueue its task after commit; (the user's active run, False) when blocked."""
+    run, created = run_request(tenant_id=scope.tenant_id, user_id=scope.user_id, kind=RunKind.REFLECTION,
+                               trigger=trigger, entity_id=scope.entity_id, namespace=scope.namespace)
+    if created:
+        enqueue_on_commit(REFLECTION_RUN, run_id=str(run.id), force=force)
+    return run, created
+
+
+def reflection_request(*, scope: ReflectionScope, trigger: str, wait_seconds: float,
+                       force: bool = False) -> ConsolidationRun:
+    """Reflect a scope now (API): start a run, or join the one already reflecting this scope, and wait for it up
+    to `wait_seconds`; the run comes back as it is then (still active past the wait). Raises RunBusy when
+    another job holds the user's memories for the whole wait."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        run, created = reflection_trigger(scope=scope, trigger=trigger, force=force)
+        blocked = not created and (run.kind, run.entity_id, run.namespace) != (
+            RunKind.REFLECTION, scope.entity_id, scope.namespace)
+        run = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
+        if not blocked:
+            return run
+        if time.monotonic() >= deadline:
+            raise RunBusy(run)
+
+
+def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str) -> tuple[int, int]:
+    """Trigger reflection for each scope (no threshold); returns (runs created, scopes whose user was busy)."""
+    created = [reflection_trigger(scope=scope, trigger=trigger)[1] for scope in scopes]
+    return sum(created), len(created) - sum(created)
+
+
+def session_end(*, tenant_id: int, user_id: str, session_id: str) -> bool:
+    """Record the end of a session and, the first time only, enqueue a consolidation pass after commit."""
+    _, created = SessionEnd.objects.get_or_create(tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    if created:
+        enqueue_on_commit(CONSOLIDATION_PASS, tenant_id=tenant_id, user_id=user_id)
+    return created
+
+
+STALE_AFTER = timedelta(minutes=10)
+
+
+def requeue_stale_runs(*, now: datetime | None = None) -> int:
+    """Enqueue again the task of every run still pending STALE_AFTER after it was requested, or running with a
+    lease expired that long ago: its message was lost (a broker restarted without persistence) or its worker
+    died without a redelivery. Safe to repeat: a duplicate task finds the run claimed or finished and returns."""
+    now = now or timezone.now()
+    stale = ConsolidationRun.objects.filter(
+        Q(status=RunStatus.PENDING, created_at__lt=now - STALE_AFTER)
+        | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now - STALE_AFTER))
+    count = 0
+    for run in stale:
+        if run.kind == RunKind.CLUSTERING:
+            send_task(CLUSTERING_RUN, run_id=str(run.id))
+        elif run.kind == RunKind.REFLECTION:
+            send_task(REFLECTION_RUN, run_id=str(run.id))
+        else:
+            send_task(LIFECYCLE_RUN, tenant_id=run.tenant_id)
+        count += 1
+    return count

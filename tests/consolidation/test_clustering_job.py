@@ -1,0 +1,210 @@
+"""The clustering job against the real database: what it selects, what it writes, and its claims."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from consolidation.jobs.clustering import clustering_run_now
+from consolidation.models import ConsolidationRun, LedgerEntry
+from consolidation.runs import LeaseLost, run_fence, run_request, run_start
+from tests.conftest import subprocess_database_url
+from zeromem.core import services
+from zeromem.models import Memory, MemorySource
+
+pytestmark = pytest.mark.usefixtures("hash_embedder")
+
+DAYS_AGO = timezone.now() - timedelta(days=3)
+
+
+def add(tenant, content, *, entities=("Redis", "billing-api"), session="s1", created_at=DAYS_AGO, user="u1",
+        **extra):
+    item = services.MemoryInput(content=content, user_id=user, session_id=session, entities=list(entities),
+                                created_at=created_at, **extra)
+    return services.memories_ingest(tenant_id=tenant.id, items=[item]).ids[0]
+
+
+def cluster_members(tenant):
+    """semantic id -> set of source ids."""
+    result = {}
+    for link in MemorySource.objects.filter(memory__tenant=tenant):
+        result.setdefault(link.memory_id, set()).add(link.source_memory_id)
+    return result
+
+
+def assert_nothing_lost_or_duplicated(tenant):
+    consolidated = set(Memory.objects.filter(tenant=tenant, state="consolidated").values_list("id", flat=True))
+    cited = [s for sources in cluster_members(tenant).values() for s in sources]
+    assert consolidated == set(cited), "every consolidated memory is cited, and only those"
+    assert len(cited) == len(set(cited)), "no memory is folded into two semantic memories"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cluster_becomes_one_semantic_memory_citing_every_member(tenant, events):
+    ids = [add(tenant, f"The billing-api Redis cache hit its limit, day {i}.") for i in range(3)]
+    add(tenant, "Lunch was great.", entities=(), session="s2", created_at=DAYS_AGO + timedelta(hours=1))
+    outcome = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    assert outcome.run.status == "succeeded" and not outcome.joined
+    assert (outcome.run.clusters, outcome.run.merged, outcome.run.created) == (1, 3, 1)
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert set(cluster_members(tenant)[semantic.id]) == set(ids)
+    assert semantic.metadata == {"source_type": "consolidated", "source_count": 3}
+    assert semantic.embedding is not None and semantic.state == "raw"
+    assert set(Memory.objects.filter(id__in=ids).values_list("state", flat=True)) == {"consolidated"}
+    assert Memory.objects.get(content="Lunch was great.").state == "raw"  # the current session stays raw
+    assert LedgerEntry.objects.filter(action="merge", run=outcome.run).count() == 1
+    assert [e["event"] for e in events] == ["memory.semantic.updated", "memory.merged",
+                                            "consolidation.run_completed"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_never_touches_the_current_session_unless_forced(tenant):
+    add(tenant, "Old note about billing-api and Redis.", created_at=DAYS_AGO - timedelta(days=1))
+    current = [add(tenant, f"Current session billing-api Redis {i}.", session="s9") for i in range(2)]
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    assert run.reviewed == 1 and run.clusters == 0
+    assert set(Memory.objects.filter(id__in=current).values_list("state", flat=True)) == {"raw"}
+    forced = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
+    assert forced.reviewed == 3 and forced.merged == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_never_touches_memories_inside_the_recency_window_unless_forced(tenant):
+    tenant.overrides = {"recency_window_hours": 24}
+    tenant.save()
+    add(tenant, "Old note about billing-api and Redis.")
+    recent = add(tenant, "Fresh billing-api Redis note.", session="s2", created_at=timezone.now() - timedelta(hours=20))
+    add(tenant, "Current session.", entities=(), session="s3", created_at=timezone.now() - timedelta(hours=1))
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    assert run.reviewed == 1 and Memory.objects.get(id=recent).state == "raw"
+    tenant.overrides = {"recency_window_hours": 12}
+    tenant.save()
+    assert clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run.merged == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_new_episodes_fold_into_the_existing_semantic_memory(tenant):
+    for i in range(2):
+        add(tenant, f"billing-api Redis eviction storm number {i}.")
+    add(tenant, "Current session.", entities=(), session="s1b", created_at=DAYS_AGO + timedelta(minutes=1))
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    late = add(tenant, "billing-api Redis eviction storm again.", session="s2")
+    add(tenant, "Unrelated newer thing.", entities=(), session="s3", created_at=DAYS_AGO + timedelta(days=1))
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    assert run.created == 0 and run.merged == 1
+    assert Memory.objects.filter(tenant=tenant, memory_type="semantic").count() == 1
+    semantic.refresh_from_db()
+    assert late in cluster_members(tenant)[semantic.id] and semantic.metadata["source_count"] == 3
+    assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_cluster_spans_namespaces_windows_or_entity_ids(tenant):
+    for namespace in ("a", "b"):
+        add(tenant, f"billing-api Redis in {namespace}.", namespace=namespace)
+    for window in ("w1", "w2"):
+        add(tenant, f"billing-api Redis during {window}.", window=window)
+    for entity in ("alice", "bob"):
+        add(tenant, f"billing-api Redis for {entity}.", entity_id=entity)
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
+    assert run.clusters == 0 and not Memory.objects.filter(memory_type="semantic").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_memory_without_an_embedding_still_clusters_by_entities(tenant):
+    ids = [services.memories_ingest(tenant_id=tenant.id, embed=False, items=[services.MemoryInput(
+        content=f"Postgres pgvector upgrade step {i}", user_id="u1", session_id="s1", created_at=DAYS_AGO,
+        entities=["Postgres", "pgvector"])]).ids[0] for i in range(2)]
+    assert not Memory.objects.filter(id__in=ids, embedding__isnull=False).exists()
+    assert clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run.merged == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_lease_is_taken_over_and_a_live_one_is_not(tenant):
+    run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")
+    assert run_start(run_id=run.id, worker="w1") is not None
+    assert run_start(run_id=run.id, worker="w2") is None  # w1's lease is live
+    later = timezone.now() + timedelta(minutes=10)
+    assert run_start(run_id=run.id, worker="w2", now=later).worker == "w2"
+    with pytest.raises(LeaseLost), transaction.atomic():
+        run_fence(run_id=run.id, worker="w1")  # w1 lost it: its writes abort
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivered_task_finds_its_run_done_and_returns(tenant):
+    from consolidation.tasks import clustering_run_task
+    from consolidation.triggers import clustering_trigger
+
+    for i in range(2):
+        add(tenant, f"billing-api Redis outage {i}.")
+    add(tenant, "The current session.", entities=(), session="s2", created_at=DAYS_AGO + timedelta(hours=1))
+    with transaction.atomic():
+        run_id, created = clustering_trigger(tenant_id=tenant.id, user_id="u1", trigger="beat")
+    assert created
+    assert clustering_run_task.run(run_id=str(run_id)) == "succeeded"
+    assert clustering_run_task.run(run_id=str(run_id)) == "done or held by a live worker"
+    assert Memory.objects.filter(memory_type="semantic").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_clustering_and_reflection_for_one_user_run_one_after_the_other(tenant):
+    clustering, created = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")
+    blocked, created_second = run_request(tenant_id=tenant.id, user_id="u1", kind="reflection", trigger="api")
+    assert created and not created_second and blocked.id == clustering.id
+    other_user, created_other = run_request(tenant_id=tenant.id, user_id="u2", kind="reflection", trigger="api")
+    assert created_other
+    ConsolidationRun.objects.filter(id=clustering.id).update(status="succeeded")
+    reflection, created_third = run_request(tenant_id=tenant.id, user_id="u1", kind="reflection", trigger="api")
+    assert created_third and reflection.kind == "reflection"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_event_for_a_rolled_back_transaction(tenant, events):
+    from zeromem.core.events import event_emit
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        event_emit(event="memory.merged", tenant_id=tenant.id, data={})
+        raise RuntimeError("roll back")
+    with transaction.atomic():
+        event_emit(event="memory.merged", tenant_id=tenant.id, data={"kept": True})
+    assert [e["data"] for e in events] == [{"kept": True}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant):
+    for topic in range(15):
+        for i in range(3):
+            add(tenant, f"Topic {topic}: note {i}.", entities=(f"svc-{topic}", f"db-{topic}"))
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
+           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99"}  # entities only
+    command = [sys.executable, "manage.py", "consolidate", "--tenant", tenant.name, "--user", "u1", "--force"]
+    processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for _ in range(2)]
+    outputs = [p.communicate(timeout=240)[0].decode() for p in processes]
+    assert all(p.returncode == 0 for p in processes), outputs
+    assert Memory.objects.filter(tenant=tenant, memory_type="semantic").count() == 15
+    assert Memory.objects.filter(tenant=tenant, state="consolidated").count() == 45
+    assert_nothing_lost_or_duplicated(tenant)
+    assert ConsolidationRun.objects.filter(tenant=tenant, kind="clustering").count() == 1
+    assert sum("(joined)" in output for output in outputs) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, settings):
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 200
+    for i in range(10):
+        add(tenant, f"Migration step {i}: moved table t{i} with {i * 1000} rows from the billing-api Redis cache.")
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
+    semantic = Memory.objects.filter(tenant=tenant, memory_type="semantic")
+    assert run.merged == 10 and semantic.count() > 1
+    assert all(len(m.content) <= 200 for m in semantic)
+    assert_nothing_lost_or_duplicated(tenant)
+    text = " ".join(semantic.values_list("content", flat=True))
+    assert all(f"{i * 1000} rows" in text for i in range(10))

@@ -1,0 +1,91 @@
+"""Extractive merging: what a semantic memory keeps, drops and anchors. Pure, no database."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from consolidation.domain.merging import (
+    Member,
+    anchor_dates,
+    concrete_values,
+    is_low_signal,
+    merge_cluster,
+    sentences,
+    split_speaker,
+)
+
+MAY_8 = date(2023, 5, 8)
+
+
+def merged_text(members, limit=400):
+    return " ".join(chunk.text for chunk in merge_cluster(members, limit=limit))
+
+
+def test_a_merged_memory_keeps_every_number_date_and_name_of_its_members():
+    members = [
+        Member("Ops: The billing-api timed out after 30 seconds on 3 March 2024; Priya rolled it back.", MAY_8),
+        Member("Ops: billing-api timed out after 45 seconds on 3 March 2024, Priya rolled back.", MAY_8),
+        Member("Ops: We raised the Redis limit from 512 MB to 1 GB for the billing-api.", MAY_8),
+        Member("Ops: Thanks!", MAY_8),
+    ]
+    text = merged_text(members)
+    for member in members:
+        for sentence in sentences(split_speaker(member.text)[1]):
+            if not is_low_signal(sentence):
+                assert concrete_values(sentence) <= concrete_values(text), sentence
+    for value in ("30", "45", "512", "1", "3 March 2024", "Priya", "Redis"):
+        assert value in text
+
+
+def test_near_duplicates_collapse_into_the_most_complete_statement():
+    members = [Member("Caroline: I went to the LGBTQ support group.", MAY_8),
+               Member("Caroline: I went to the LGBTQ support group and it was so powerful.", MAY_8)]
+    text = merged_text(members)
+    assert text == "Caroline: I went to the LGBTQ support group and it was so powerful."
+
+
+def test_small_talk_and_bare_questions_are_dropped_but_facts_stay():
+    members = [Member("Melanie: Hey Caroline! How are you? I signed up for a pottery class on Tuesdays.", MAY_8),
+               Member("Melanie: Wow, that sounds great! Your support means a lot. My kids love the beach.", MAY_8)]
+    text = merged_text(members)
+    assert text == "Melanie: I signed up for a pottery class on Tuesdays. My kids love the beach."
+
+
+@pytest.mark.parametrize("sentence,anchored", [
+    ("I went to a support group yesterday.", "I went to a support group yesterday (7 May 2023)."),
+    ("I painted that sunrise last year!", "I painted that sunrise last year (2022)!"),
+    ("We moved here 3 days ago.", "We moved here 3 days ago (5 May 2023)."),
+    ("We're going camping next month.", "We're going camping next month (June 2023)."),
+    ("I ran a charity race last weekend.", "I ran a charity race last weekend (the weekend before 8 May 2023)."),
+    ("Already anchored yesterday (7 May 2023).", "Already anchored yesterday (7 May 2023)."),
+])
+def test_relative_dates_are_anchored_to_the_members_date(sentence, anchored):
+    assert anchor_dates(sentence, MAY_8) == anchored
+
+
+def test_no_merged_text_exceeds_the_limit_and_every_member_is_cited_once():
+    members = [Member(f"Dev: Step {i} of the migration moved table t{i} with {i * 100} rows to the new cluster.",
+                      MAY_8) for i in range(12)]
+    chunks = merge_cluster(members, limit=200)
+    assert len(chunks) > 1 and all(len(c.text) <= 200 for c in chunks)
+    cited = sorted(m for c in chunks for m in c.members)
+    assert cited == list(range(12))
+
+
+def test_one_member_longer_than_the_limit_is_cut_at_the_embedders_input_limit():
+    long = Member("Dev: " + " ".join(f"fact{i} is {i}." for i in range(300)), MAY_8)
+    chunks = merge_cluster([long, Member("Dev: Short fact 7.", MAY_8)], limit=200, hard_limit=1000)
+    assert all(len(c.text) <= 1000 for c in chunks)
+
+
+def test_a_cluster_of_pure_small_talk_keeps_its_longest_member_as_text():
+    chunks = merge_cluster([Member("Ana: Thanks!", MAY_8), Member("Ana: Thank you so much!", MAY_8)], limit=300)
+    assert [c.text for c in chunks] == ["Ana: Thank you so much!"] and sorted(chunks[0].members) == [0, 1]
+
+
+def test_an_informative_sentence_starting_with_a_filler_word_is_kept():
+    assert not is_low_signal("Yeah, we moved to Boston last year.")
+    assert not is_low_signal("Did you finish the Berlin marathon in 2019?")
+    assert is_low_signal("Thanks, Caroline!") and is_low_signal("How are you doing?")

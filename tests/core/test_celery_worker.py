@@ -1,0 +1,61 @@
+"""A real Celery worker, through the embedded broker, runs the deferred-embedding task enqueued on commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from django.db import transaction
+
+from tests.conftest import subprocess_database_url, wait_until
+from zeromem.core import services
+from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
+from zeromem.models import Memory
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_embeds_memories_stored_without_vectors(tenant, worker, settings):
+    settings.ZEROMEMORY_EMBEDDING_MODEL = "builtin:hash"
+    with transaction.atomic():
+        ids = services.memories_ingest(tenant_id=tenant.id, embed=False, items=[
+            services.MemoryInput(content=f"deferred memory {i}", user_id="u1") for i in range(5)]).ids
+        enqueue_on_commit(memories_embed_task.name, memory_ids=[str(i) for i in ids])
+    assert wait_until(lambda: not Memory.objects.filter(id__in=ids, embedding__isnull=True).exists()), (
+        worker.log.read_text())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_nothing_is_enqueued_for_a_rolled_back_transaction(tenant, settings):
+    from zeromem.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.client.delete("celery")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            enqueue_on_commit(memories_embed_task.name, memory_ids=["00000000-0000-0000-0000-000000000000"])
+            raise RuntimeError("roll back")
+        assert conn.default_channel.client.llen("celery") == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_starts_with_the_database_scheduler(tmp_path):
+    from django.core.management import call_command
+
+    call_command("setup_periodic_tasks")
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
+    log = tmp_path / "beat.log"
+    with log.open("wb") as out:
+        beat = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "beat", "--loglevel", "INFO",
+                                 "--schedule", str(tmp_path / "beat-schedule")], env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+    try:
+        assert wait_until(lambda: b"DatabaseScheduler: Schedule changed" in log.read_bytes()
+                          or b"Writing entries" in log.read_bytes() or b"beat: Starting" in log.read_bytes(), 60)
+        time.sleep(2)
+        assert beat.poll() is None, log.read_text()
+        assert b"Traceback" not in log.read_bytes()
+    finally:
+        beat.terminate()
+        beat.wait(timeout=20)

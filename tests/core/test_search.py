@@ -1,0 +1,117 @@
+"""POST /search and the hybrid selector, with the real embedder where meaning matters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from zeromem.core import services
+from zeromem.core.selectors import MemoryFilter, memories_search
+from zeromem.models import Memory, TermStat, UserSearchStats
+
+CONVERSATION = [
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: I finally signed up for the pottery class on Tuesdays, I made a bowl!",
+    "Caroline: I'm researching adoption agencies because I want to give a kid a loving home.",
+    "Melanie: We took the kids camping at the lake last weekend and roasted marshmallows.",
+    "Caroline: My friend gave me a necklace from Sweden, my home country.",
+    "Melanie: Running has been great for my mental health, I do 5 km every morning.",
+]
+
+
+def ingest(tenant, texts, user="u1", embed=True):
+    return services.memories_ingest(tenant_id=tenant.id, embed=embed, items=[
+        services.MemoryInput(content=t, user_id=user, session_id="s1") for t in texts]).ids
+
+
+def test_it_finds_a_paraphrase_by_meaning(tenant):
+    ingest(tenant, CONVERSATION)
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                           query="Which hobby involves making ceramics?", top_k=2)
+    assert "pottery" in hits[0].memory.content
+
+
+def test_rare_words_outrank_common_ones(tenant):
+    ingest(tenant, CONVERSATION)
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                           query="What did Caroline get from Sweden?", top_k=3)
+    assert "Sweden" in hits[0].memory.content
+
+
+def test_a_memory_stored_without_embedding_is_found_by_keyword(tenant):
+    ids = ingest(tenant, ["The flux capacitor needs 1.21 gigawatts of power."], embed=False)
+    ingest(tenant, CONVERSATION)
+    assert Memory.objects.get(id=ids[0]).embedding is None
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                           query="how much power does the flux capacitor need", top_k=3)
+    assert hits[0].memory.id == ids[0] and hits[0].cosine is None
+
+
+def test_a_failing_embedder_stores_the_memory_without_a_vector(tenant, monkeypatch):
+    from zeromem.core.adapters import embeddings
+
+    def broken(texts):
+        raise RuntimeError("model crashed")
+
+    monkeypatch.setattr(embeddings.get_embedder(), "embed_batch", broken)
+    ids = ingest(tenant, ["Nothing is lost when the embedder fails."])
+    stored = Memory.objects.get(id=ids[0])
+    assert stored.embedding is None and stored.content.startswith("Nothing is lost")
+
+
+def test_search_returns_only_active_memories_unless_asked(tenant):
+    from consolidation.ledger import memory_transition
+
+    ids = ingest(tenant, CONVERSATION)
+    memory_transition(tenant_id=tenant.id, memory_ids=[ids[1]], operation="decay", actor="test")
+    query = "pottery class bowl"
+    active = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query=query)
+    assert ids[1] not in [h.memory.id for h in active]
+    everything = memories_search(scope=MemoryFilter(tenant_id=tenant.id, states=None), query=query)
+    assert everything[0].memory.id == ids[1]
+
+
+def test_term_statistics_count_each_memory_once(tenant):
+    ingest(tenant, ["pottery pottery pottery", "pottery class", "camping"])
+    ingest(tenant, ["pottery class"])  # a duplicate: not counted again
+    assert TermStat.objects.get(tenant=tenant, user_id="u1", term="potteri").doc_count == 2
+    assert UserSearchStats.objects.get(tenant=tenant, user_id="u1").doc_count == 3
+
+
+def test_the_vector_search_uses_the_hnsw_index(tenant):
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(3000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    Memory.objects.bulk_create([
+        Memory(tenant=tenant, user_id="u1", content=f"row {i}", content_hash=str(i), embedding=v.tolist(),
+               created_at=timezone.now()) for i, v in enumerate(vectors)])
+    ingest(tenant, CONVERSATION)
+    from zeromem.core.adapters.embeddings import embed_query
+    from zeromem.core.selectors import _scope_sql
+
+    where, params = _scope_sql(MemoryFilter(tenant_id=tenant.id, user_id="u1"))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE zeromem_memory")
+        cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"EXPLAIN SELECT m.id FROM zeromem_memory m WHERE {where} AND m.embedding IS NOT NULL "
+                       "ORDER BY m.embedding <=> %s::vector LIMIT 100",
+                       [*params, str(embed_query("pottery class"))])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "memory_embedding_hnsw" in plan, plan
+
+
+def test_search_endpoint_answers_ranked_results(api):
+    api.post("/memories", {"memories": [{"content": t, "user_id": "u1"} for t in CONVERSATION]})
+    response = api.post("/search", {"query": "camping trip with the kids", "user_id": "u1", "top_k": 2})
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert len(results) == 2 and "camping" in results[0]["memory"]["content"]
+    assert results[0]["score"] >= results[1]["score"]
+
+
+@pytest.mark.parametrize("body", [{}, {"query": ""}, {"query": "x", "top_k": 0}, {"query": "x", "top_k": 101},
+                                  {"query": "x", "states": ["deleted"]}, {"query": "x", "unknown": 1}])
+def test_bad_search_input_is_422(api, body):
+    assert api.post("/search", body).status_code == 422

@@ -1,0 +1,160 @@
+"""The operator's admin (issue 9): dashboard, review queue and run pages; decisions recorded in the ledger
+with the acting admin user."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from consolidation.jobs.clustering import clustering_run_now
+from consolidation.models import ConsolidationRun, LedgerEntry
+from zeromem.core import services
+from zeromem.models import LlmUsage, Memory, MemoryRelation
+from zeromem.operator import charts
+
+pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]
+PAGES = ["/admin/dashboard/", "/admin/review/"]
+INCIDENTS = ["The billing-api Redis cache filled up during the deploy.",
+             "Billing-api Redis cache filled up again after the deploy; on-call flushed session keys.",
+             "Redis for billing-api filled up overnight and evicted the session keys."]
+
+
+def say(tenant, text, days_ago, session, entities=()):
+    return services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
+        content=text, user_id="u1", session_id=session, entities=list(entities),
+        created_at=timezone.now() - timedelta(days=days_ago))]).ids[0]
+
+
+def history(tenant):
+    """A merge, a supersede and a flagged contradiction, from one clustering run."""
+    ids = [say(tenant, text, 20 + i, f"r{i}", ("Redis", "billing-api")) for i, text in enumerate(INCIDENTS)]
+    old = say(tenant, "Max retries for the payment worker is 3.", 60, "a", ("payment-worker",))
+    new = say(tenant, "We bumped max retries for the payment worker to 8.", 5, "b", ("payment-worker",))
+    first = say(tenant, "The queue limit is 500 messages.", 10, "q")
+    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
+        content="The queue limit is 800 messages.", user_id="u1", session_id="q2",
+        created_at=Memory.objects.get(id=first).created_at + timedelta(minutes=2))])
+    say(tenant, "Good morning!", 0, "today")
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    assert run.status == "succeeded", run.error
+    assert sorted(LedgerEntry.objects.filter(run=run).exclude(action__startswith="transition.")
+                  .values_list("action", flat=True)) == ["contradiction.flagged", "merge", "merge", "supersede"]
+    return ids, old, new, run
+
+
+def entry(action):
+    return LedgerEntry.objects.filter(action=action).latest("id")
+
+
+def incidents_merge(ids):
+    return next(e for e in LedgerEntry.objects.filter(action="merge")
+                if {m["id"] for m in e.inputs["members"]} == {str(i) for i in ids})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_operator_pages_render_for_staff_and_refuse_everyone_else(tenant, admin_client, client):
+    _, _, _, run = history(tenant)
+    LlmUsage.objects.create(tenant=tenant, month=timezone.now().date().replace(day=1), purpose="reflection",
+                            calls=3, prompt_tokens=900, completion_tokens=100, cost_usd="0.0123")
+    run_page = f"/admin/consolidation/consolidationrun/{run.id}/change/"
+    for url in [*PAGES, run_page, "/admin/"]:
+        assert admin_client.get(url).status_code == 200, url
+    dashboard = admin_client.get("/admin/dashboard/").content.decode()
+    assert dashboard.count('<svg xmlns="http://www.w3.org/2000/svg" role="img"') == 5
+    assert "acme" in dashboard and "Consolidation runs per day" in dashboard
+    assert "http://" not in dashboard.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched
+    assert "merge" in admin_client.get(run_page).content.decode()  # the run's ledger rows
+    client.force_login(User.objects.create_user("viewer", password="x"))  # not staff
+    for url in [*PAGES, run_page]:
+        response = client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"], url
+    client.force_login(User.objects.create_user("intern", password="x", is_staff=True))  # staff, no permission
+    for url in PAGES:
+        assert client.get(url).status_code == 403, url
+    assert admin_client.get("/admin/review/1/approve/").status_code == 405  # decisions are POSTs
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_review_queue_shows_each_change_with_its_sources_side_by_side(tenant, admin_client):
+    history(tenant)
+    page = admin_client.get("/admin/review/").content.decode()
+    for text in (*INCIDENTS, "Max retries for the payment worker is 3.",
+                 "We bumped max retries for the payment worker to 8.", "The queue limit is 500 messages."):
+        assert text in page
+    assert page.count('class="side-by-side"') == 4  # two merges, a supersede, a flagged contradiction
+    only = admin_client.get("/admin/review/", {"action": "supersede"}).content.decode()
+    assert only.count('class="side-by-side"') == 1 and INCIDENTS[0] not in only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_approve_is_recorded_with_the_admin_user_and_leaves_the_queue(tenant, admin_client, admin_user):
+    ids, _, _, _ = history(tenant)
+    merge = incidents_merge(ids)
+    response = admin_client.post(f"/admin/review/{merge.id}/approve/", {"note": "looks right"})
+    assert response.status_code == 302
+    merge.refresh_from_db()
+    assert merge.reviewed_by.action == "review.approve"
+    assert merge.reviewed_by.actor == f"admin:{admin_user.username}" and merge.reviewed_by.reason == "looks right"
+    assert INCIDENTS[0] not in admin_client.get("/admin/review/").content.decode()
+    again = admin_client.post(f"/admin/review/{merge.id}/reject/", follow=True)
+    assert "already decided" in again.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reject_unmerges_a_merge_and_restores_a_superseded_statement(tenant, admin_client, admin_user):
+    ids, old, _, _ = history(tenant)
+    merge, supersede = incidents_merge(ids), entry("supersede")
+    admin_client.post(f"/admin/review/{merge.id}/reject/")
+    admin_client.post(f"/admin/review/{supersede.id}/reject/")
+    assert set(Memory.objects.filter(id__in=ids).values_list("state", flat=True)) == {"raw"}
+    assert Memory.objects.get(id=merge.outputs["semantic_id"]).state == "archived"
+    assert Memory.objects.get(id=old).state == "raw"
+    assert not MemoryRelation.objects.filter(to_memory_id=old, relation_type="supersedes").exists()
+    for row in (merge, supersede):
+        row.refresh_from_db()
+        assert row.undone_by is not None and row.reviewed_by.action == "review.reject"
+        assert row.reviewed_by.actor == f"admin:{admin_user.username}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_resolve_clears_a_flagged_contradiction_and_a_wrong_decision_is_refused(tenant, admin_client):
+    history(tenant)
+    flagged = entry("contradiction.flagged")
+    refused = admin_client.post(f"/admin/review/{flagged.id}/reject/", follow=True).content.decode()
+    assert "is not offered for a contradiction.flagged" in refused
+    admin_client.post(f"/admin/review/{flagged.id}/resolve/", {"note": "two queues"})
+    relation = MemoryRelation.objects.get(relation_type="contradicts")
+    assert not relation.flagged and relation.metadata["resolution"] == "two queues"
+    assert LedgerEntry.objects.get(action="review.resolve").inputs["entry_id"] == flagged.id
+
+
+def test_charts_escape_labels_and_draw_every_value():
+    svg = charts.stacked_bars("Runs <by> day", ["Nov 01", "Nov 02"], {"succeeded": [2, 0], "failed": [1, 3]})
+    assert svg.startswith("<svg") and "<by>" not in svg and "&lt;by&gt;" in svg
+    assert svg.count("<title>Nov") == 3  # one bar per non-zero value; the zero one is not drawn
+    bars = charts.horizontal_bars("Lag", [("acme / <u1>", 30.0)], unit="h", threshold=24)
+    assert "&lt;u1&gt;" in bars and "alert 24 h" in bars
+    assert "nothing to show" in charts.horizontal_bars("Cost", [])
+    assert charts.line_chart("States", ["a"], {"raw": [0.0]}).count("<polyline") == 1
+
+
+@pytest.mark.django_db
+def test_the_dashboard_counts_states_from_timestamps(tenant):
+    from zeromem.operator.dashboard import dashboard_figures
+
+    now = timezone.now()
+    Memory.objects.bulk_create([
+        Memory(tenant=tenant, user_id="u1", content=f"m{i}", content_hash=f"h{i}", created_at=now - timedelta(days=5),
+               state=state, consolidated_at=consolidated, archived_at=archived)
+        for i, (state, consolidated, archived) in enumerate([
+            ("raw", None, None), ("consolidated", now - timedelta(days=2), None),
+            ("archived", now - timedelta(days=3), now - timedelta(days=1)), ("archived", None, now)])])
+    ConsolidationRun.objects.create(tenant=tenant, kind="clustering", trigger="cli", status="failed")
+    figures = dashboard_figures(days=7)
+    assert [figures.states[s][0] for s in ("raw", "consolidated", "archived")] == [0, 0, 0]
+    assert [figures.states[s][2] for s in ("raw", "consolidated", "archived")] == [4, 0, 0]  # 4 days ago
+    assert [figures.states[s][-1] for s in ("raw", "consolidated", "archived")] == [1, 1, 2]
+    assert figures.runs["failed"][-1] == 1 and figures.totals["runs_failed_in_window"] == 1

@@ -1,0 +1,71 @@
+"""Budget recall (ARCHITECTURE.md, "Quality") and canary phrases. Pure: shared by `evaluate` and the retrieval
+safety net.
+
+Budget recall takes hits in rank order while their total length stays within the budget (a hit that does not
+fit whole is skipped, the next one may still fit), so one huge memory cannot cover a session for free.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+BUDGET_CHARS = 2000
+Key = TypeVar("Key", bound=Hashable)
+_PUNCT = re.compile(r"[^\w\s]")
+STOPWORDS = frozenset([
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
+    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "i", "you", "he",
+    "she", "we", "they", "my", "your", "his", "her", "our", "their", "me", "him", "them", "us", "do", "did", "does",
+    "have", "has", "had", "not", "no", "so", "if", "then", "than", "too", "very", "can", "will", "would", "should",
+    "could", "into", "about", "over", "after", "before", "up", "down", "out", "just", "also",
+])
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _PUNCT.sub(" ", text.lower()).split() if w not in STOPWORDS]
+
+
+def within_budget(lengths: Sequence[int], budget: int = BUDGET_CHARS) -> list[int]:
+    """Indexes of the hits taken, in rank order."""
+    taken, used = [], 0
+    for index, length in enumerate(lengths):
+        if used + length <= budget:
+            taken.append(index)
+            used += length
+    return taken
+
+
+def budget_recall(hits: Sequence[tuple[Key, int]], covers: Mapping[Key, Iterable[Hashable]],
+                  expected: Iterable[Hashable], budget: int = BUDGET_CHARS) -> float:
+    """Share of `expected` covered by the hits (id, length) taken within the budget; `covers[id]` is what a hit
+    stands for (itself and, transitively, its sources)."""
+    wanted = set(expected)
+    if not wanted:
+        return 0.0
+    covered: set[Hashable] = set()
+    for index in within_budget([length for _, length in hits], budget):
+        covered.update(covers.get(hits[index][0], ()))
+    return len(wanted & covered) / len(wanted)
+
+
+def document_frequency(texts: Iterable[str]) -> Counter[str]:
+    return Counter(word for text in texts for word in set(content_words(text)))
+
+
+def distinctive_phrase(text: str, frequency: Mapping[str, int], *, words: int = 8,
+                       min_content_words: int = 3) -> str | None:
+    """The run of `words` consecutive words of `text` that is rarest among its neighbours (sum of 1/document
+    frequency of its content words), or None when the text has too few content words to be told apart."""
+    tokens = text.split()
+    if len(content_words(text)) < min_content_words:
+        return None
+
+    def rarity(window: Sequence[str]) -> float:
+        return sum(1.0 / max(1, frequency.get(word, 1)) for word in content_words(" ".join(window)))
+
+    size = min(words, len(tokens))
+    best = max(range(len(tokens) - size + 1), key=lambda start: (rarity(tokens[start:start + size]), -start))
+    return " ".join(tokens[best:best + size]).strip(" .,;:!?\"'")

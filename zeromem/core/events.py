@@ -1,0 +1,56 @@
+"""Events after commit, never before: a Django signal and the capped Redis stream `zeromem:events`.
+
+Payload: {"event", "id", "tenant", "occurred_at", "data"} (ARCHITECTURE.md, "Jobs"). A failure to publish is logged and
+never undoes or blocks the committed change.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+EVENT_TYPES = frozenset({
+    "memory.semantic.updated", "memory.merged", "memory.superseded", "memory.archived", "memory.unmerged",
+    "memory.restored", "memory.deleted", "memory.updated", "profile.updated", "consolidation.run_completed",
+})
+STREAM = "zeromem:events"
+STREAM_MAXLEN = 100_000
+
+# Receivers get `payload` (the dict above).
+memory_event = Signal()
+
+
+@lru_cache(maxsize=1)
+def redis_client() -> Any:
+    import redis
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+
+
+def event_emit(*, event: str, tenant_id: int, data: dict[str, Any]) -> dict[str, Any]:
+    """Queue the event for after the surrounding transaction commits (dropped if it rolls back)."""
+    if event not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event!r}")
+    payload = {"event": event, "id": str(uuid.uuid4()), "tenant": tenant_id,
+               "occurred_at": timezone.now().isoformat(), "data": data}
+    transaction.on_commit(lambda: publish(payload))
+    return payload
+
+
+def publish(payload: dict[str, Any]) -> None:
+    memory_event.send_robust(sender=None, payload=payload)
+    try:
+        redis_client().xadd(STREAM, {"payload": json.dumps(payload, default=str)}, maxlen=STREAM_MAXLEN,
+                      approximate=True)
+    except Exception:
+        logger.exception("could not publish %s to the %s stream", payload["event"], STREAM)

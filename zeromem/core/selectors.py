@@ -1,0 +1,239 @@
+"""Reads of the core app: hybrid search, listing with cursors, API-key lookup. Every read is tenant-scoped."""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import QuerySet, Sum
+from django.utils import timezone
+
+from zeromem.core.adapters.embeddings import embed_query
+from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
+from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
+from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, TermStat, UserSearchStats
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    tenant_id: int
+    user_id: str | None = None
+    entity_id: str | None = None
+    namespace: str | None = None
+    memory_types: Sequence[str] | None = None
+    states: Sequence[str] | None = ("raw",)  # active memories only, unless asked
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+def _scope_sql(scope: MemoryFilter) -> tuple[str, list[Any]]:
+    """WHERE clause (on alias m) for a scope; used by the raw search queries."""
+    clauses: list[str] = ["m.tenant_id = %s"]
+    params: list[Any] = [scope.tenant_id]
+    for column, value in (("user_id", scope.user_id), ("entity_id", scope.entity_id),
+                          ("namespace", scope.namespace)):
+        if value is not None:
+            clauses.append(f"m.{column} = %s")
+            params.append(value)
+    if scope.states:
+        clauses.append("m.state = ANY(%s)")
+        params.append(list(scope.states))
+    if scope.memory_types:
+        clauses.append("m.memory_type = ANY(%s)")
+        params.append(list(scope.memory_types))
+    if scope.created_after:
+        clauses.append("m.created_at >= %s")
+        params.append(scope.created_after)
+    if scope.created_before:
+        clauses.append("m.created_at < %s")
+        params.append(scope.created_before)
+    return " AND ".join(clauses), params
+
+
+def memories_filter(scope: MemoryFilter) -> QuerySet[Memory]:
+    queryset = Memory.objects.filter(tenant_id=scope.tenant_id)
+    for field_name, value in (("user_id", scope.user_id), ("entity_id", scope.entity_id),
+                              ("namespace", scope.namespace)):
+        if value is not None:
+            queryset = queryset.filter(**{field_name: value})
+    if scope.states:
+        queryset = queryset.filter(state__in=scope.states)
+    if scope.memory_types:
+        queryset = queryset.filter(memory_type__in=scope.memory_types)
+    if scope.created_after:
+        queryset = queryset.filter(created_at__gte=scope.created_after)
+    if scope.created_before:
+        queryset = queryset.filter(created_at__lt=scope.created_before)
+    return queryset
+
+
+# --- search ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchHit:
+    memory: Memory
+    score: float
+    bm25: float
+    cosine: float | None
+
+
+def query_lexemes(query: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY 1",
+                       [settings.ZEROMEMORY_SEARCH_CONFIG, query])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _or_tsquery(lexemes: Sequence[str]) -> str:
+    # Lexemes are already normalised by the search configuration; quote them for a plain tsquery.
+    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def _lexical_pool(scope: MemoryFilter, lexemes: Sequence[str], pool: int) -> list[str]:
+    # An OR query (plainto_tsquery's AND finds almost nothing for questions); ts_rank only picks the pool.
+    where, params = _scope_sql(scope)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT m.id FROM zeromem_memory m
+                 WHERE {where} AND m.search_vector @@ %s::tsquery
+                 ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC LIMIT %s""",
+            [*params, _or_tsquery(lexemes), _or_tsquery(lexemes), pool])
+        return [str(row[0]) for row in cursor.fetchall()]
+
+
+def _vector_pool(scope: MemoryFilter, vector: list[float], pool: int) -> list[str]:
+    where, params = _scope_sql(scope)
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Filtered HNSW scans keep walking the graph until enough rows pass the filter (pgvector 0.8).
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(pool, 40)])
+        cursor.execute(
+            f"""SELECT m.id FROM zeromem_memory m
+                 WHERE {where} AND m.embedding IS NOT NULL
+                 ORDER BY m.embedding <=> %s::vector LIMIT %s""",
+            [*params, str(vector), pool])
+        return [str(row[0]) for row in cursor.fetchall()]
+
+
+def _candidates(ids: Sequence[str], lexemes: Sequence[str], vector: list[float] | None) -> list[Candidate]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT m.id,
+                      CASE WHEN %s::vector IS NULL OR m.embedding IS NULL THEN NULL
+                           ELSE 1 - (m.embedding <=> %s::vector) END,
+                      length(m.search_vector),
+                      (SELECT coalesce(json_object_agg(t.lexeme, coalesce(array_length(t.positions, 1), 1)),
+                                       '{}'::json)
+                         FROM unnest(m.search_vector) t WHERE t.lexeme = ANY(%s))
+                 FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[])""",
+            [_vector_param(vector), _vector_param(vector), list(lexemes), list(ids)])
+        return [Candidate(id=str(i), cosine=cos, length=length or 0, term_freqs=tfs or {})
+                for i, cos, length, tfs in cursor.fetchall()]
+
+
+def _vector_param(vector: list[float] | None) -> str | None:
+    return None if vector is None else str(vector)
+
+
+def corpus_stats(scope: MemoryFilter, lexemes: Sequence[str]) -> CorpusStats:
+    """BM25 statistics from the counters kept at ingestion: index lookups, no document counting."""
+    users = UserSearchStats.objects.filter(tenant_id=scope.tenant_id)
+    terms = TermStat.objects.filter(tenant_id=scope.tenant_id, term__in=list(lexemes))
+    if scope.user_id is not None:
+        users = users.filter(user_id=scope.user_id)
+        terms = terms.filter(user_id=scope.user_id)
+    totals = users.aggregate(docs=Sum("doc_count"), length=Sum("total_length"))
+    docs = totals["docs"] or 0
+    doc_freqs = {row["term"]: row["df"] for row in terms.values("term").annotate(df=Sum("doc_count"))}
+    return CorpusStats(doc_count=docs, avg_length=(totals["length"] or 0) / docs if docs else 1.0,
+                       doc_freqs=doc_freqs)
+
+
+def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10) -> list[SearchHit]:
+    """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
+    BM25 fused with cosine similarity. A memory without an embedding still ranks by its words."""
+    pool = settings.ZEROMEMORY_SEARCH_POOL
+    lexemes = query_lexemes(query)
+    vector = embed_query(query)
+    ids = list(dict.fromkeys(
+        (_lexical_pool(scope, lexemes, pool) if lexemes else [])
+        + (_vector_pool(scope, vector, pool // 2) if vector is not None else [])))
+    if not ids:
+        return []
+    ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
+                  vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
+                  length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+    return _hits(ranked)
+
+
+def _hits(ranked: list[Ranked]) -> list[SearchHit]:
+    memories = Memory.objects.in_bulk([r.id for r in ranked])
+    return [SearchHit(memory=memories[uuid.UUID(r.id)], score=r.score, bm25=r.bm25, cosine=r.cosine)
+            for r in ranked if uuid.UUID(r.id) in memories]
+
+
+# --- listing -----------------------------------------------------------------------------------------------
+
+class InvalidCursor(ValueError):
+    pass
+
+
+def encode_cursor(memory: Memory) -> str:
+    raw = f"{memory.created_at.isoformat()}|{memory.id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        created, memory_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(created), uuid.UUID(memory_id)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidCursor("cursor is not one this API issued") from exc
+
+
+def memories_page(*, scope: MemoryFilter, cursor: str | None, limit: int) -> tuple[list[Memory], str | None]:
+    """Newest first, keyset-paginated on (created_at, id) so pages stay stable while memories arrive."""
+    queryset = memories_filter(scope).order_by("-created_at", "-id")
+    if cursor:
+        created, memory_id = decode_cursor(cursor)
+        queryset = queryset.filter(created_at__lte=created).exclude(created_at=created, id__gte=memory_id)
+    page = list(queryset[:limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    return page, (encode_cursor(page[-1]) if more and page else None)
+
+
+def memory_get(*, tenant_id: int, memory_id: uuid.UUID) -> Memory | None:
+    return Memory.objects.filter(tenant_id=tenant_id, id=memory_id).first()
+
+
+def memory_sources(*, memory: Memory) -> list[MemorySource]:
+    return list(memory.source_links.select_related("source").order_by("created_at"))
+
+
+# --- API keys ----------------------------------------------------------------------------------------------
+
+def apikey_authenticate(*, secret: str) -> ApiKey | None:
+    """The live key for a presented secret: looked up by its prefix, compared in constant time."""
+    if not secret.startswith(KEY_PREFIX) or secret.count("_") < 2:
+        return None
+    prefix = secret[len(KEY_PREFIX):].split("_", 1)[0]
+    key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
+        return None
+    return key
+
+
+# --- LLM usage ---------------------------------------------------------------------------------------------
+
+def llm_tokens_this_month(*, tenant_id: int, now: datetime | None = None) -> int:
+    totals = LlmUsage.objects.filter(tenant_id=tenant_id, month=month_start(now or timezone.now())).aggregate(
+        prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"))
+    return int((totals["prompt"] or 0) + (totals["completion"] or 0))

@@ -1,0 +1,348 @@
+"""Writes of the core app: ingestion, deferred embedding, API keys, idempotent requests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from zeromem.core.adapters.embeddings import Vector, embed_texts
+from zeromem.core.adapters.llm import Usage
+from zeromem.core.domain.entities import classify_kind, extract_entities
+from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, Tenant
+
+DEFAULT_IMPORTANCE = 0.5
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    content: str
+    user_id: str
+    entity_id: str | None = None
+    namespace: str = "global"
+    session_id: str | None = None
+    memory_type: str = "episodic"
+    kind: str | None = None
+    role: str = ""
+    entities: Sequence[str] | None = None
+    tags: Sequence[str] = ()
+    window: str | None = None
+    importance: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    ids: list[uuid.UUID]
+    created: int
+    deduplicated: int
+    embedded: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ids": [str(i) for i in self.ids], "created": self.created,
+                "deduplicated": self.deduplicated, "embedded": self.embedded}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IngestResult:
+        return cls(ids=[uuid.UUID(i) for i in data["ids"]], created=data["created"],
+                   deduplicated=data["deduplicated"], embedded=data["embedded"])
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _dedupe_key(item: MemoryInput) -> tuple[str, str | None, str]:
+    return (item.user_id, item.session_id, content_hash(item.content))
+
+
+def _existing_ids(*, tenant_id: int, keys: set[tuple[str, str | None, str]]) -> dict[tuple[str, str | None, str],
+                                                                                     uuid.UUID]:
+    users = {u for u, _, _ in keys}
+    hashes = {h for _, _, h in keys}
+    rows = (Memory.objects.filter(tenant_id=tenant_id, user_id__in=users, content_hash__in=hashes)
+            .exclude(memory_type="semantic").values_list("user_id", "session_id", "content_hash", "id"))
+    return {(u, s, h): i for u, s, h, i in rows if (u, s, h) in keys}
+
+
+def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | None, now: datetime) -> Memory:
+    importance = DEFAULT_IMPORTANCE if item.importance is None else item.importance
+    return Memory(
+        id=uuid.uuid4(), tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
+        namespace=item.namespace, session_id=item.session_id, memory_type=item.memory_type,
+        kind=item.kind or classify_kind(item.content), role=item.role, content=item.content,
+        content_hash=content_hash(item.content), embedding=vector,
+        entities=list(item.entities) if item.entities is not None else extract_entities(item.content),
+        tags=list(item.tags), window=item.window, importance=importance, activation=importance,
+        metadata=item.metadata, created_at=item.created_at or now, valid_from=item.created_at or now,
+    )
+
+
+def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool = True,
+                    idempotency_key: str | None = None, now: datetime | None = None) -> IngestResult:
+    """Store a batch of memories, all or nothing; a memory already stored (same user, session and content)
+    is answered with its existing id instead of being stored twice, and a repeated Idempotency-Key is
+    answered with the first answer.
+
+    1. replay the answer of a known idempotency key;
+    2. drop duplicates (within the batch, and against what is stored) before any expensive work;
+    3. embed the new texts outside the transaction (or leave them for `memories_embed_pending`);
+    4. in one transaction insert (a race on the dedupe constraint resolves to the winner's row), update the
+       BM25 term statistics and record the idempotency key.
+    """
+    fingerprint = request_fingerprint([item.__dict__ for item in items])
+    if idempotency_key:
+        previous = IdempotencyKey.objects.filter(tenant_id=tenant_id, key=idempotency_key).first()
+        if previous is not None:
+            return _replay(previous, fingerprint)
+    now = now or timezone.now()
+    keys, fresh = _fresh_items(tenant_id, items)
+    vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now) for i, v in zip(fresh, vectors, strict=True)]
+    try:
+        with transaction.atomic():
+            result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
+            if idempotency_key:
+                IdempotencyKey.objects.create(tenant_id=tenant_id, key=idempotency_key,
+                                              request_hash=fingerprint, response=result.as_json())
+            return result
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        # A concurrent request with the same key won the race: answer what it answered.
+        return _replay(IdempotencyKey.objects.get(tenant_id=tenant_id, key=idempotency_key), fingerprint)
+
+
+DedupeKey = tuple[str, str | None, str]
+
+
+def _fresh_items(tenant_id: int, items: Sequence[MemoryInput]) -> tuple[list[DedupeKey], list[MemoryInput]]:
+    """Every item's dedupe key, and the items not stored yet (first of each duplicate)."""
+    keys = [_dedupe_key(item) for item in items]
+    existing = _existing_ids(tenant_id=tenant_id, keys=set(keys))
+    fresh: dict[DedupeKey, MemoryInput] = {}
+    for key, item in zip(keys, items, strict=True):
+        if key not in existing:
+            fresh.setdefault(key, item)
+    return keys, list(fresh.values())
+
+
+def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
+                    progress: Callable[[int], None] | None = None) -> IngestResult:
+    """Bulk import (demo, evaluation, backfills): each batch is stored all or nothing, and the next batch is
+    embedded in a thread while the current one is written (onnxruntime releases the GIL), so the database
+    work hides behind the embedder instead of adding to it."""
+    results: list[IngestResult] = []
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        previous: tuple[list[DedupeKey], list[MemoryInput], Future[list[Vector | None]]] | None = None
+        for batch in batches:
+            keys, fresh = _fresh_items(tenant_id, batch)
+            embedding = pool.submit(embed_texts, [i.content for i in fresh])
+            if previous:
+                results.append(_store_embedded(tenant_id, *previous, progress))
+            previous = (keys, fresh, embedding)
+        if previous:
+            results.append(_store_embedded(tenant_id, *previous, progress))
+    return IngestResult(ids=[i for r in results for i in r.ids], created=sum(r.created for r in results),
+                        deduplicated=sum(r.deduplicated for r in results), embedded=sum(r.embedded for r in results))
+
+
+def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
+                    embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
+    now = timezone.now()
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now)
+            for i, v in zip(fresh, embedding.result(), strict=True)]
+    with transaction.atomic():
+        result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
+    if progress:
+        progress(len(keys))
+    return result
+
+
+def _store(*, tenant_id: int, rows: list[Memory], keys: list[tuple[str, str | None, str]]) -> IngestResult:
+    Memory.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    stored = _existing_ids(tenant_id=tenant_id, keys=set(keys))
+    inserted = [r for r in rows if stored.get(_dedupe_key_of(r)) == r.id]
+    search_stats_add(memory_ids=[r.id for r in inserted])
+    return IngestResult(ids=[stored[k] for k in keys], created=len(inserted),
+                        deduplicated=len(keys) - len(inserted),
+                        embedded=sum(1 for r in inserted if r.embedding is not None))
+
+
+def _dedupe_key_of(memory: Memory) -> tuple[str, str | None, str]:
+    return (memory.user_id, memory.session_id, memory.content_hash)
+
+
+def search_stats_add(*, memory_ids: Sequence[uuid.UUID]) -> None:
+    """Count new memories into their users' BM25 statistics (document frequencies, lengths).
+
+    Terms are upserted in sorted order so two concurrent batches lock rows in the same order (no deadlock).
+    """
+    if not memory_ids:
+        return
+    ids = [str(i) for i in memory_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO zeromem_termstat (tenant_id, user_id, term, doc_count)
+            SELECT m.tenant_id, m.user_id, t.lexeme, count(*)
+              FROM zeromem_memory m, unnest(m.search_vector) AS t
+             WHERE m.id = ANY(%s::uuid[]) AND length(t.lexeme) <= 200
+             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            ON CONFLICT (tenant_id, user_id, term)
+            DO UPDATE SET doc_count = zeromem_termstat.doc_count + EXCLUDED.doc_count
+            """, [ids])
+        cursor.execute(
+            """
+            INSERT INTO zeromem_usersearchstats (tenant_id, user_id, doc_count, total_length)
+            SELECT m.tenant_id, m.user_id, count(*), coalesce(sum(length(m.search_vector)), 0)
+              FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[])
+             GROUP BY 1, 2 ORDER BY 1, 2
+            ON CONFLICT (tenant_id, user_id)
+            DO UPDATE SET doc_count = zeromem_usersearchstats.doc_count + EXCLUDED.doc_count,
+                          total_length = zeromem_usersearchstats.total_length + EXCLUDED.total_length
+            """, [ids])
+
+
+def search_stats_remove(*, memory_ids: Sequence[uuid.UUID]) -> None:
+    """Take memories about to be deleted or rewritten out of the BM25 statistics (the mirror of
+    `search_stats_add`); terms no memory uses any more are dropped with them."""
+    if not memory_ids:
+        return
+    ids = [str(i) for i in memory_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE zeromem_termstat s SET doc_count = s.doc_count - d.n
+              FROM (SELECT m.tenant_id, m.user_id, t.lexeme AS term, count(*) AS n
+                      FROM zeromem_memory m, unnest(m.search_vector) AS t
+                     WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3) d
+             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id AND s.term = d.term
+            """, [ids])
+        cursor.execute(
+            """DELETE FROM zeromem_termstat WHERE doc_count <= 0 AND (tenant_id, user_id) IN
+                 (SELECT DISTINCT tenant_id, user_id FROM zeromem_memory WHERE id = ANY(%s::uuid[]))""", [ids])
+        cursor.execute(
+            """
+            UPDATE zeromem_usersearchstats s SET doc_count = s.doc_count - d.n, total_length = s.total_length - d.len
+              FROM (SELECT m.tenant_id, m.user_id, count(*) AS n, coalesce(sum(length(m.search_vector)), 0) AS len
+                      FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2) d
+             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id
+            """, [ids])
+
+
+def memories_embed_pending(*, memory_ids: Sequence[uuid.UUID] | None = None, batch_size: int = 256,
+                           progress: Callable[[int], None] | None = None) -> int:
+    """Embed memories that have no vector yet (given ids, or all of them); idempotent. Returns how many
+    vectors were stored. Also the route of `reembed`: clear the vectors first, then call this."""
+    queryset = Memory.objects.filter(embedding__isnull=True).order_by("id")
+    if memory_ids is not None:
+        queryset = queryset.filter(id__in=list(memory_ids))
+    stored = 0
+    last_id: uuid.UUID | None = None
+    while True:
+        page = queryset.filter(id__gt=last_id) if last_id else queryset
+        batch = list(page.values_list("id", "content")[:batch_size])
+        if not batch:
+            return stored
+        last_id = batch[-1][0]
+        vectors = embed_texts([content for _, content in batch])
+        stored += _store_vectors(list(zip((i for i, _ in batch), vectors, strict=True)))
+        if progress:
+            progress(len(batch))
+
+
+def _store_vectors(pairs: list[tuple[uuid.UUID, list[float] | None]]) -> int:
+    updates = [Memory(id=i, embedding=v) for i, v in pairs if v is not None]
+    # Only where still empty: a concurrent writer's vector is as good as ours.
+    with transaction.atomic():
+        for memory in updates:
+            Memory.objects.filter(id=memory.id, embedding__isnull=True).update(embedding=memory.embedding)
+    return len(updates)
+
+
+# --- API keys ----------------------------------------------------------------------------------------------
+
+KEY_PREFIX = "zm_"
+
+
+def hash_secret(secret: str) -> str:
+    # The secret has 256 bits of entropy, so a fast hash is enough; what matters is a constant-time compare.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def apikey_create(*, tenant: Tenant, name: str = "") -> tuple[ApiKey, str]:
+    """A new key; the full secret is returned once and never stored."""
+    key = ApiKey(tenant=tenant, name=name)
+    return key, apikey_issue(key=key)
+
+
+def apikey_issue(*, key: ApiKey) -> str:
+    """Give an unsaved key its prefix and hashed secret, save it, and return the secret (shown once)."""
+    key.prefix = secrets.token_hex(6)
+    secret = f"{KEY_PREFIX}{key.prefix}_{secrets.token_urlsafe(32)}"
+    key.secret_hash = hash_secret(secret)
+    key.save()
+    return secret
+
+
+def apikey_touch(*, key: ApiKey) -> None:
+    """Record use at most once a minute per key: no write on every request."""
+    now = timezone.now()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+
+
+def apikey_revoke(*, key: ApiKey) -> None:
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def tenant_get_or_create(*, name: str) -> Tenant:
+    tenant, _ = Tenant.objects.get_or_create(name=name)
+    return tenant
+
+
+# --- idempotent requests -----------------------------------------------------------------------------------
+
+class IdempotencyConflict(Exception):
+    """The key was used before with a different request body."""
+
+
+def request_fingerprint(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _replay(previous: IdempotencyKey, fingerprint: str) -> IngestResult:
+    if previous.request_hash != fingerprint:
+        raise IdempotencyConflict("this Idempotency-Key was already used with a different request")
+    return IngestResult.from_json(previous.response)
+
+
+# --- LLM usage ---------------------------------------------------------------------------------------------
+
+def month_start(now: datetime) -> date:
+    return now.date().replace(day=1)
+
+
+def llm_usage_add(*, tenant_id: int, purpose: str, usage: Usage, now: datetime | None = None) -> None:
+    """Charge calls, tokens and cost to the tenant's month (a row per tenant, month and purpose)."""
+    if not usage.calls:
+        return
+    month = month_start(now or timezone.now())
+    LlmUsage.objects.get_or_create(tenant_id=tenant_id, month=month, purpose=purpose)
+    LlmUsage.objects.filter(tenant_id=tenant_id, month=month, purpose=purpose).update(
+        calls=F("calls") + usage.calls, prompt_tokens=F("prompt_tokens") + usage.prompt_tokens,
+        completion_tokens=F("completion_tokens") + usage.completion_tokens,
+        cost_usd=F("cost_usd") + Decimal(str(round(usage.cost_usd, 6))))

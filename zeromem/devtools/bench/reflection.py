@@ -1,0 +1,104 @@
+"""`manage.py bench reflection`: LLM cost of reflection, counted by the provider's side.
+
+20 entities with 10, 15, 20, …, 105 memories (1,150 in all) are reflected through the weekly path (the
+thresholds and the current-session rule apply) against a local fake OpenAI-compatible server (zeromem.devtools.fake_llm)
+that counts the requests and the prompt tokens it receives and answers with the extractive engine's findings.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from consolidation.jobs.reflection import reflection_run_now
+from consolidation.selectors import reflection_eligible_scopes
+from zeromem.core import services
+from zeromem.devtools.bench.texts import memory_texts
+from zeromem.devtools.fake_llm import FakeLLM
+from zeromem.models import Memory
+
+SIZES = tuple(range(10, 106, 5))  # 20 entities, 1,150 memories
+PERSONAL = [
+    "{name}: I prefer {drink} in the morning, {other} keeps me awake at night.",
+    "{name}: I usually go {sport} every {day} before work, about {n} km.",
+    "{name}: My {relative} {friend} just moved to {city} for a new job.",
+    "{name}: I'm allergic to {food}, so please keep it out of team lunches.",
+    "{name}: I work as a {job} on the {system}, mostly the on-call rotation.",
+    "{name}: The {system} failed again last night because of {cause}.",
+    "{name}: I really love {hobby} on weekends, it clears my head.",
+    "{name}: We must keep the {system} logs for {n} days for the audit.",
+]
+VALUES = {
+    "drink": ["green tea", "espresso", "oat latte", "black coffee", "mint tea"],
+    "other": ["coffee", "black tea", "cola", "matcha"],
+    "sport": ["running", "cycling", "swimming", "climbing", "rowing"],
+    "day": ["Monday", "Tuesday", "Wednesday", "Thursday", "Saturday"],
+    "relative": ["sister", "brother", "cousin", "daughter", "son"],
+    "friend": ["Ana", "Ben", "Chloe", "Dev", "Emil", "Farah"],
+    "city": ["Lisbon", "Toronto", "Osaka", "Nairobi", "Lyon", "Denver"],
+    "food": ["peanuts", "shellfish", "gluten", "sesame"],
+    "job": ["data engineer", "SRE", "backend developer", "product analyst"],
+    "system": ["billing-api", "nightly ETL", "search cluster", "payments webhook", "auth service"],
+    "cause": ["a missing index", "an expired TLS certificate", "a retry storm", "a full disk"],
+    "hobby": ["painting watercolours", "baking sourdough", "playing chess", "birdwatching"],
+}
+
+
+def entity_texts(name: str, n: int, rng: random.Random) -> list[str]:
+    """About two thirds personal statements, one third incident notes; distinct and deterministic."""
+    incidents = memory_texts(n, seed=rng.randint(0, 10**6))
+    texts = []
+    for i in range(n):
+        if i % 3 == 2:
+            texts.append(incidents[i])
+            continue
+        values = {key: rng.choice(options) for key, options in VALUES.items()}
+        texts.append(rng.choice(PERSONAL).format(name=name, n=rng.randint(3, 400), **values) + f" (#{i})")
+    return texts
+
+
+def ingest(tenant_id: int) -> int:
+    """One user per entity; each memory its own session on its own past day (the newest is the current one)."""
+    rng = random.Random(11)
+    now = timezone.now()
+    items = [services.MemoryInput(content=text, user_id=f"user-{k}", entity_id=f"entity-{k}",
+                                  session_id=f"s{i}", created_at=now - timedelta(days=size - i))
+             for k, size in enumerate(SIZES) for i, text in enumerate(entity_texts(f"Person{k}", size, rng))]
+    result = services.memories_import(tenant_id=tenant_id, batches=[items[i:i + 500]
+                                                                    for i in range(0, len(items), 500)])
+    return result.created + result.deduplicated
+
+
+def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
+    tenant = services.tenant_get_or_create(name="bench-reflection")
+    ingested = ingest(tenant.id)
+    say(f"ingested {ingested} memories for {len(SIZES)} entities")
+    with FakeLLM() as server:
+        settings.ZEROMEMORY_REFLECTION_MODEL = "openai/fake-reflector"
+        settings.ZEROMEMORY_LLM_API_BASE, settings.ZEROMEMORY_LLM_API_KEY = server.api_base, "sk-bench"
+        settings.ZEROMEMORY_EXTRACTION_PHASE = False
+        started = time.perf_counter()
+        runs = [reflection_run_now(scope=scope, trigger="cli").run
+                for scope in reflection_eligible_scopes(tenant_id=tenant.id)]
+        seconds = time.perf_counter() - started
+    sent = sum(run.reviewed for run in runs)
+    say(f"{len(runs)} runs in {seconds:.1f} s: {sent} memories sent in {len(server.requests)} calls, "
+        f"{server.prompt_tokens} prompt tokens")
+    return {
+        "ingested": ingested, "memories": sent, "entities": len(runs), "llm_calls": len(server.requests),
+        "prompt_tokens": server.prompt_tokens, "completion_tokens": server.completion_tokens,
+        "repairs": sum(int(run.result.get("repairs", 0)) for run in runs),
+        "calls_per_1000": round(1000 * len(server.requests) / sent, 1) if sent else 0.0,
+        "prompt_tokens_per_memory": round(server.prompt_tokens / sent, 1) if sent else 0.0,
+        "semantic_created": sum(run.created for run in runs),
+        "consolidated": Memory.objects.filter(tenant=tenant, state="consolidated").count(),
+        "failed_runs": sum(run.status != "succeeded" for run in runs),
+        "runs_llm_calls": sum(run.llm_calls for run in runs), "seconds": round(seconds, 1),
+        "targets": {"calls_per_1000": 75, "prompt_tokens_per_memory": 150},
+    }

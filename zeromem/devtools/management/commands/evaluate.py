@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.test.utils import override_settings
+from tqdm import tqdm
+
+from consolidation.jobs.clustering import clustering_run_now
+from zeromem.devtools.evaluation import locomo
+from zeromem.devtools.evaluation.profiles import evaluate_profiles
+from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
+from zeromem.devtools.evaluation.updates import DEFAULT_PATH, evaluate_updates, load_cases
+
+
+class Command(BaseCommand):
+    help = ("Quality measured on ../shared/eval (own throwaway database). `evaluate locomo`: retrieval before "
+            "and after clustering. With --json the last stdout line is one JSON object.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="which", required=True)
+        run = sub.add_parser("locomo", help="store size and retrieval before/after clustering on LoCoMo")
+        run.add_argument("--path", default=str(locomo.DEFAULT_PATH))
+        run.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
+        run.add_argument("--json", action="store_true")
+        updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
+        updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
+        updates.add_argument("--json", action="store_true")
+        profiles = sub.add_parser("profiles", help="reflection on LoCoMo: every speaker's profile, linked to turns")
+        profiles.add_argument("--path", default=str(locomo.DEFAULT_PATH))
+        profiles.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
+        profiles.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, which: str, **options: Any) -> None:
+        # The evaluation measures retrieval itself; the safety net must not undo the runs it measures.
+        with override_settings(ZEROMEMORY_CANARIES=False):
+            {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles}[which](options)
+
+    def _profiles(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+
+        path = Path(options["path"])
+        if not locomo.available(path):
+            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
+        result = evaluate_profiles(conversations=locomo.load(path)[: options["conversations"] or None],
+                                   progress=self.stderr.write)
+        self.stdout.write(f"{result['speakers_with_profile']} of {result['speakers']} speakers have a profile; "
+                          f"{result['items_linked_to_turns']} of {result['profile_items']} items link to turn ids")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _updates(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+
+        path = Path(options["path"]) if options["path"] else DEFAULT_PATH
+        if not path.is_file():
+            raise CommandError(f"knowledge-update cases not found at {path} (they live in ../shared/eval/)")
+
+        def report(result: Any) -> None:
+            self.stderr.write(f"{'PASS' if result.passed else 'FAIL'} {result.id:>8} expect={result.expect:<9} "
+                              f"current_above_stale={result.current_above_stale!s:<5} "
+                              f"stale_superseded={result.stale_superseded!s:<5} "
+                              f"any_superseded={result.superseded_any}")
+
+        result = evaluate_updates(
+            cases=load_cases(path), report=report,
+            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
+                                                                  trigger="cli"))
+        self.stderr.write(f"supersede cases: {result['cases']}, current above stale: {result['current_above_stale']}, "
+                          f"stale superseded: {result['stale_superseded']}; keep cases: {result['keep_cases']}, "
+                          f"false supersedes: {result['false_supersedes']}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _locomo(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+
+        path = Path(options["path"])
+        if not locomo.available(path):
+            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
+        conversations = locomo.load(path)[: options["conversations"] or None]
+        bars: dict[str, tqdm] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in bars:
+                bars[phase] = tqdm(total=total, desc=phase, unit="", file=self.stderr._out, leave=False)
+            bars[phase].update(done)
+
+        result = evaluate_locomo(
+            conversations=conversations, progress=progress,
+            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
+                                                                  trigger="cli", force=True))
+        for bar in bars.values():
+            bar.close()
+        self._table(result, CATEGORIES)
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _table(self, result: dict[str, Any], categories: dict[int, str]) -> None:
+        write = self.stderr.write
+        write(f"active memories {result['active_before']} → {result['active_after']} "
+              f"(× {result['active_ratio']}); characters {result['chars_before']} → {result['chars_after']} "
+              f"(× {result['chars_ratio']}); {result['memories_per_cluster']} memories per cluster")
+        write(f"{'':14}{'recall@5':>18}{'recall@10':>18}{'recall@25':>18}{'budget recall':>18}{'answer hit':>18}")
+        rows = [("all", result)] + [(name, result["by_category"].get(name, {})) for name in categories.values()]
+        for name, row in rows:
+            cells = []
+            for key in ("recall_at_5", "recall_at_10", "recall_at_25", "budget_recall", "answer_hit"):
+                before, after = row.get(f"{key}_before"), row.get(f"{key}_after")
+                cells.append(f"{before:.3f} → {after:.3f}" if before is not None else "")
+            write(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
+        write(f"{result['questions']} questions, {result['seconds']} s")

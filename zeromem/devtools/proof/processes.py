@@ -1,0 +1,105 @@
+"""Real processes for proofs and tests: a Celery worker that can be killed -9 and restarted, the broker restarted
+in place, gunicorn. Each runs in its own session (process group) so a kill takes its children with it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from zeromem.devservices import EmbeddedValkey
+
+ROOT = Path(__file__).resolve().parents[3]  # the checkout
+
+
+def current_database_url() -> str:
+    """DATABASE_URL pointing at the database this process uses (under pytest: the test database)."""
+    from django.db import connection
+
+    url = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "DATABASE_URL": current_database_url(), **extra}
+
+
+class Managed:
+    """A subprocess in its own process group, with its stderr in a log file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.args, self.env, self.log = args, env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+
+    def start(self) -> Managed:
+        self._log_file = self.log.open("ab")
+        self.proc = subprocess.Popen(self.args, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                     stderr=self._log_file, start_new_session=True)
+        return self
+
+    def kill9(self) -> None:
+        """What a crashed machine does: no cleanup, no acknowledgement, children included."""
+        self._signal(signal.SIGKILL)
+        self._reap(10)
+
+    def stop(self) -> None:
+        self._signal(signal.SIGTERM)
+        if not self._reap(30):
+            self.kill9()
+
+    def _signal(self, number: int) -> None:
+        if self.proc is not None:  # the whole group, even when its leader is already gone
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, number)
+
+    def _reap(self, seconds: float) -> bool:
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        if self._log_file:
+            self._log_file.close()
+        return True
+
+    def __enter__(self) -> Managed:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def celery_worker(env: dict[str, str], log: Path, *, pool: str = "prefork", concurrency: int = 1) -> Managed:
+    return Managed([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", pool, "--concurrency",
+                    str(concurrency), "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
+                    "--without-mingle", "--prefetch-multiplier", "1"], env, log)
+
+
+def gunicorn(env: dict[str, str], log: Path, *, port: int, workers: int = 2, threads: int = 4) -> Managed:
+    return Managed([sys.executable, "-m", "gunicorn", "zeromem.wsgi", "--bind", f"127.0.0.1:{port}", "--workers",
+                    str(workers), "--threads", str(threads), "--worker-class", "gthread", "--timeout", "60",
+                    "--log-level", "warning"], env, log)
+
+
+def broker_restart(redis_url: str) -> None:
+    """Stop the embedded Valkey listening on the broker's port and start it again (same port, same var dir).
+    It keeps nothing on disk: queued messages are gone, as after a real broker crash without persistence."""
+    import psutil
+
+
+    port = int(urlsplit(redis_url).port or 0)
+    pid = next(c.pid for c in psutil.net_connections(kind="tcp")
+               if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid)
+    var_dir = Path(psutil.Process(pid).cwd()).parent  # valkey runs in <var dir>/valkey
+    valkey = EmbeddedValkey(var_dir, port)
+    valkey.stop()
+    time.sleep(0.5)
+    valkey.start()

@@ -1,0 +1,523 @@
+"""`manage.py prove resilience`: crashes, overlapping triggers, faults and load, against real processes.
+
+1. Crash rounds: a prefork Celery worker (its own process group) is killed -9 at a random moment of a clustering
+   or a reflection run, restarted, and the redelivered task (short visibility timeout, short run lease) finishes
+   the run. After every round: ingested = active + consolidated + archived + deleted, every consolidated memory is
+   cited by a semantic memory, nothing was written twice, no run is left unfinished.
+2. Overlap: beat, the admin action, the API and the CLI trigger the same user (clustering) and the same entity
+   (reflection) at the same moment: exactly one run does the work.
+3. Faults: database connections terminated mid-run, the broker restarted mid-run, the LLM slow past the
+   timeout, answering 5xx, answering garbage, the embedder raising. Each ends in a retry or a clean run outcome,
+   with the invariants above intact (never a partial write).
+4. Load: concurrent ingest and search clients against gunicorn while a clustering run is in progress;
+   throughput, p50/p99 latency and errors.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, connections
+from django.test import override_settings
+from django.utils import timezone
+
+from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, LedgerEntry
+from consolidation.selectors import ReflectionScope
+from consolidation.tasks import clustering_fan_out_task, reflection_user_task
+from consolidation.triggers import clustering_trigger, reflection_trigger
+from zeromem.core import services
+from zeromem.devservices import free_port
+from zeromem.devtools.bench.reflection import entity_texts
+from zeromem.devtools.fake_llm import FakeLLM, Reply
+from zeromem.devtools.proof.processes import Managed, broker_restart, celery_worker, child_env, gunicorn
+from zeromem.models import Memory, MemorySource, Tenant
+
+Say = Callable[[str], None]
+EPISODES = ("episodic", "working")
+WAIT = 180.0  # seconds a round may take to settle before its run counts as unfinished
+
+
+@dataclass
+class Report:
+    crash_rounds: int = 0
+    killed_mid_run: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    unfinished_runs: int = 0
+    overlap_extra_runs: int = 0
+    fault_cases: int = 0
+    fault_failures: int = 0
+    load_requests: int = 0
+    load_errors: int = 0
+    load_p50_ms: float = 0.0
+    load_p99_ms: float = 0.0
+    load_search_p50_ms: float = 0.0
+    load_search_p99_ms: float = 0.0
+    load_ingest_p99_ms: float = 0.0
+    load_requests_per_s: float = 0.0
+    load_during_clustering_share: float = 0.0
+    baseline_search_p50_ms: float = 0.0  # the same clients with no job running, for comparison
+    baseline_search_p99_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# --- the world -------------------------------------------------------------------------------------------------
+
+@dataclass
+class Rig:
+    """The worker (restartable), the fake LLM and where logs go."""
+
+    tenant: Tenant
+    llm: FakeLLM
+    logs: Path
+    worker: Managed | None = None
+    worker_env: dict[str, str] = field(default_factory=dict)
+    timings: list[float] = field(default_factory=list)  # seconds from a kill until the run settled
+
+    def start_worker(self, **extra: str) -> None:
+        self.worker = celery_worker({**self.worker_env, **extra}, self.logs / "worker.log").start()
+
+    def restart_worker(self, **extra: str) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+        self.start_worker(**extra)
+
+
+@contextmanager
+def rig(logs: Path) -> Iterator[Rig]:
+    with FakeLLM() as llm:
+        tenant = services.tenant_get_or_create(name=f"prove-resilience-{uuid.uuid4().hex[:6]}")
+        env = child_env(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_VISIBILITY_TIMEOUT="10",
+                        ZEROMEMORY_BROKER_RESTORE_SECONDS="2",
+                        ZEROMEMORY_RUN_LEASE_SECONDS="4", ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
+                        ZEROMEMORY_LLM_API_BASE=llm.api_base, ZEROMEMORY_LLM_API_KEY="sk-proof",
+                        ZEROMEMORY_LLM_CONCURRENCY="1", ZEROMEMORY_LLM_TIMEOUT_SECONDS="2",
+                        ZEROMEMORY_LLM_ATTEMPTS="2", ZEROMEMORY_LLM_BACKOFF_SECONDS="0.1",
+                        ZEROMEMORY_LLM_RETRY_SECONDS="1", ZEROMEMORY_RATE_LIMIT_REQUESTS="0")
+        state = Rig(tenant=tenant, llm=llm, logs=logs, worker_env=env)
+        state.start_worker()
+        try:
+            yield state
+        finally:
+            if state.worker is not None:
+                state.worker.stop()
+
+
+def ingest_clusterable(tenant: Tenant, user: str, *, groups: int) -> int:
+    """groups × 4 episodes sharing two entities per group (they cluster), three days old, one session each."""
+    old = timezone.now() - timedelta(days=3)
+    items = [services.MemoryInput(content=f"Incident {g}.{i}: the svc-{user[-6:]}-{g} queue on host-{g} was slow "
+                                          f"({17 * g + i} ms).", user_id=user, session_id=f"s{g}-{i}",
+                                  entities=[f"svc-{g}", f"host-{g}"], created_at=old + timedelta(minutes=g * 4 + i))
+             for g in range(groups) for i in range(4)]
+    items.append(services.MemoryInput(content="current session", user_id=user, session_id="now"))
+    services.memories_import(tenant_id=tenant.id, batches=[items])
+    return len(items)
+
+
+def ingest_entity(tenant: Tenant, user: str, *, n: int) -> int:
+
+    old = timezone.now() - timedelta(days=n + 3)
+    texts = entity_texts("Dana", n, random.Random(user))
+    items = [services.MemoryInput(content=text, user_id=user, entity_id="dana", session_id=f"s{i}",
+                                  created_at=old + timedelta(days=i)) for i, text in enumerate(texts)]
+    items.append(services.MemoryInput(content="current session", user_id=user, session_id="now"))
+    services.memories_import(tenant_id=tenant.id, batches=[items])
+    return len(items)
+
+
+# --- invariants ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    user: str
+    lost: int
+    duplicated: int
+    unfinished: int
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == self.duplicated == self.unfinished == 0
+
+
+def check_user(tenant: Tenant, user: str, ingested: int) -> Check:
+    episodes = Memory.objects.filter(tenant=tenant, user_id=user, memory_type__in=EPISODES)
+    deleted = _deleted(tenant, user)
+    uncited = episodes.filter(state="consolidated").exclude(cited_by_links__isnull=False).count()
+    lost = abs(ingested - episodes.count() - deleted) + uncited
+    return Check(user=user, lost=lost, duplicated=_duplicated(tenant, user),
+                 unfinished=ConsolidationRun.objects.filter(tenant=tenant, user_id=user,
+                                                            status__in=ACTIVE_STATUSES).count())
+
+
+def _deleted(tenant: Tenant, user: str) -> int:
+
+    return sum(len(row.memory_ids) for row in LedgerEntry.objects.filter(tenant=tenant, user_id=user,
+                                                                         action="delete"))
+
+
+def duplicates(tenant: Tenant, user: str) -> list[str]:
+    """What `_duplicated` counts, spelled out (for the report)."""
+    semantic = list(Memory.objects.filter(tenant=tenant, user_id=user, memory_type="semantic", state="raw")
+                    .values_list("content_hash", "tags", "content"))
+    seen: dict[tuple[str, tuple[str, ...]], str] = {}
+    found = []
+    for content_hash, tags, content in semantic:
+        if (content_hash, tuple(tags)) in seen:
+            found.append(f"semantic memory written twice: {tags} {content[:80]!r}")
+        seen[(content_hash, tuple(tags))] = content
+    return found
+
+
+def _duplicated(tenant: Tenant, user: str) -> int:
+    """Episodes folded twice (two merges, or two digests citing them) and semantic memories written twice."""
+    links = MemorySource.objects.filter(source__tenant=tenant, source__user_id=user, memory__state="raw")
+    merges: dict[uuid.UUID, int] = {}
+    digests: dict[uuid.UUID, int] = {}
+    for source_id, tags in links.values_list("source_memory_id", "memory__tags"):
+        if "digest" in tags:
+            digests[source_id] = digests.get(source_id, 0) + 1
+        elif "reflection" not in tags:
+            merges[source_id] = merges.get(source_id, 0) + 1
+    twice = sum(1 for n in [*merges.values(), *digests.values()] if n > 1)
+    semantic = list(Memory.objects.filter(tenant=tenant, user_id=user, memory_type="semantic", state="raw")
+                    .values_list("content_hash", "tags"))
+    return twice + len(semantic) - len({(h, tuple(t)) for h, t in semantic})
+
+
+def wait_settled(tenant: Tenant, user: str, seconds: float = WAIT) -> bool:
+    """Until the user has no active run (and the triggers had a moment to create theirs)."""
+    deadline = time.monotonic() + seconds
+    time.sleep(0.5)
+    while time.monotonic() < deadline:
+        if not ConsolidationRun.objects.filter(tenant=tenant, user_id=user, status__in=ACTIVE_STATUSES).exists():
+            return True
+        time.sleep(0.3)
+    return False
+
+
+# --- 1. crash rounds -------------------------------------------------------------------------------------------
+
+def crash_round(state: Rig, kind: str, number: int, rng: random.Random) -> tuple[Check, bool]:
+    """One round; returns the check and whether the kill landed while the run was running."""
+
+    user = f"crash-{kind}-{number}-{uuid.uuid4().hex[:6]}"
+    if kind == "clustering":
+        ingested = ingest_clusterable(state.tenant, user, groups=60)
+        run_id, _ = clustering_trigger(tenant_id=state.tenant.id, user_id=user, trigger="beat")
+    else:
+        ingested = ingest_entity(state.tenant, user, n=46)
+        state.llm.script = [Reply(delay=0.7)] * 6
+        run_id = reflection_trigger(scope=ReflectionScope(state.tenant.id, user, "dana", "global"),
+                                    trigger="beat")[0].id
+    time.sleep(rng.uniform(0.3, 2.8))
+    mid_run = ConsolidationRun.objects.filter(id=run_id, status="running").exists()
+    assert state.worker is not None
+    state.worker.kill9()
+    started = time.monotonic()
+    state.start_worker()
+    wait_settled(state.tenant, user)
+    state.timings.append(round(time.monotonic() - started, 1))
+    return check_user(state.tenant, user, ingested), mid_run
+
+
+def crash_rounds(state: Rig, report: Report, rounds: int, say: Say) -> None:
+    rng = random.Random(20261122)
+    for number in range(rounds):
+        for kind in ("clustering", "reflection"):
+            check, mid_run = crash_round(state, kind, number, rng)
+            report.crash_rounds += 1
+            report.killed_mid_run += mid_run
+            report.lost += check.lost
+            report.duplicated += check.duplicated
+            report.unfinished_runs += check.unfinished
+            if check.duplicated:
+                report.notes += duplicates(state.tenant, check.user)
+            say(f"crash round {report.crash_rounds} ({kind}{', killed mid-run' if mid_run else ''}): lost "
+                f"{check.lost}, duplicated {check.duplicated}, unfinished {check.unfinished}; settled "
+                f"{state.timings[-1]} s after the kill")
+
+
+# --- 2. overlap ------------------------------------------------------------------------------------------------
+
+def _together(calls: list[Callable[[], Any]]) -> None:
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            call()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _admin_client() -> Any:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    user, _ = User.objects.get_or_create(username="prove-resilience-admin",
+                                         defaults={"is_staff": True, "is_superuser": True})
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def overlap(state: Rig, report: Report, say: Say) -> None:
+    """Four triggers at once, for clustering and for reflection; count the runs that did any work."""
+    import io
+
+    from django.core.management import call_command
+    from django.test import Client
+
+
+    admin = _admin_client()
+    key = services.apikey_create(tenant=state.tenant)[1]
+    api = Client()
+    headers = {"Authorization": f"Bearer {key}"}
+    user = f"overlap-c-{uuid.uuid4().hex[:6]}"
+    ingest_clusterable(state.tenant, user, groups=30)
+    ids = [str(i) for i in Memory.objects.filter(tenant=state.tenant, user_id=user).values_list("id", flat=True)]
+    _together([
+        lambda: clustering_fan_out_task.delay(),
+        lambda: admin.post("/admin/zeromem/memory/", {"action": "run_clustering_now", "_selected_action": ids[:3]}),
+        lambda: api.post("/api/v1/public/memory/v2/sessions/now/end", {"user_id": user},
+                         content_type="application/json", headers=headers),
+        lambda: call_command("consolidate", "--user", user, "--force", stdout=io.StringIO(), stderr=io.StringIO()),
+    ])
+    wait_settled(state.tenant, user)
+    worked = ConsolidationRun.objects.filter(tenant=state.tenant, user_id=user, kind="clustering", merged__gt=0)
+    report.overlap_extra_runs += max(0, worked.count() - 1)
+    say(f"overlap (clustering): {worked.count()} run(s) did the work")
+
+    user = f"overlap-r-{uuid.uuid4().hex[:6]}"
+    ingest_entity(state.tenant, user, n=30)
+    state.llm.script = [Reply(delay=1.0)] * 4
+    ids = [str(i) for i in Memory.objects.filter(tenant=state.tenant, user_id=user, entity_id="dana")
+           .values_list("id", flat=True)]
+    _together([
+        lambda: reflection_user_task.delay(tenant_id=state.tenant.id, user_id=user),
+        lambda: admin.post("/admin/zeromem/memory/", {"action": "trigger_reflection", "_selected_action": ids[:3]}),
+        lambda: api.post("/api/v1/public/memory/v2/reflect?async=1", {"entity_id": "dana", "user_id": user},
+                         content_type="application/json", headers=headers),
+        lambda: call_command("reflect", "--user", user, "--entity", "dana", stdout=io.StringIO(),
+                             stderr=io.StringIO()),
+    ])
+    wait_settled(state.tenant, user)
+    worked = ConsolidationRun.objects.filter(tenant=state.tenant, user_id=user, kind="reflection", reviewed__gt=0)
+    report.overlap_extra_runs += max(0, worked.count() - 1)
+    say(f"overlap (reflection): {worked.count()} run(s) did the work")
+
+
+# --- 3. faults -------------------------------------------------------------------------------------------------
+
+def _terminate_other_connections() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                           WHERE datname = current_database() AND pid <> pg_backend_pid()
+                             AND backend_type = 'client backend'""")
+        return len(cursor.fetchall())
+
+
+def _restarted(url: str) -> bool:
+    broker_restart(url)
+    return True
+
+
+def _when_running(run_id: uuid.UUID, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ConsolidationRun.objects.filter(id=run_id, status="running").exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def fault_cases(state: Rig, report: Report, say: Say) -> None:
+
+    def clustering_case(name: str, action: Callable[[uuid.UUID], object], groups: int = 80) -> None:
+        user = f"fault-{name}-{uuid.uuid4().hex[:6]}"
+        ingested = ingest_clusterable(state.tenant, user, groups=groups)
+        run_id, _ = clustering_trigger(tenant_id=state.tenant.id, user_id=user, trigger="beat")
+        action(run_id)
+        record(name, user, ingested, run_id)
+
+    def reflection_case(name: str, script: list[Reply]) -> None:
+        user = f"fault-{name}-{uuid.uuid4().hex[:6]}"
+        ingested = ingest_entity(state.tenant, user, n=30)
+        state.llm.script = list(script)
+        run = reflection_trigger(scope=ReflectionScope(state.tenant.id, user, "dana", "global"), trigger="beat")[0]
+        record(name, user, ingested, run.id)
+
+    def record(name: str, user: str, ingested: int, run_id: uuid.UUID) -> None:
+        settled = wait_settled(state.tenant, user)
+        check = check_user(state.tenant, user, ingested)
+        run = ConsolidationRun.objects.get(id=run_id)
+        report.fault_cases += 1
+        failed = not (settled and check.ok)
+        report.fault_failures += failed
+        say(f"fault {name}: run {run.status}{' (' + run.error[:80] + ')' if run.error else ''}, lost {check.lost}, "
+            f"duplicated {check.duplicated}, unfinished {check.unfinished}{' FAILED' if failed else ''}")
+
+    clustering_case("db-connection-dropped", lambda run_id: _when_running(run_id) and _terminate_other_connections())
+    clustering_case("broker-restarted", lambda run_id: _when_running(run_id) and _restarted(settings.REDIS_URL))
+    reflection_case("llm-slow", [Reply(delay=3.0), Reply(delay=3.0)])
+    reflection_case("llm-5xx", [Reply(status=503), Reply(status=500)])
+    reflection_case("llm-garbage", [Reply("<<not json>>"), Reply("still { not json")])
+    state.restart_worker(ZEROMEMORY_EMBEDDING_MODEL="openai/no-such-embedder", OPENAI_API_KEY="")
+    try:
+        clustering_case("embedder-raising", lambda run_id: None, groups=20)
+    finally:
+        state.restart_worker()
+
+
+# --- 4. load ---------------------------------------------------------------------------------------------------
+
+def load(state: Rig, report: Report, *, requests: int, seconds: float, clients: int, say: Say) -> None:
+    """Ingest and search clients against gunicorn while a clustering run works through a large user."""
+    import httpx
+
+
+    key = services.apikey_create(tenant=state.tenant)[1]
+    big = f"load-{uuid.uuid4().hex[:6]}"
+    ingest_clusterable(state.tenant, big, groups=750)
+    port = free_port()
+    server = gunicorn(state.worker_env, state.logs / "gunicorn.log", port=port).start()
+    try:
+        base = f"http://127.0.0.1:{port}/api/v1/public/memory/v2"
+        _wait_http(f"{base}/openapi.json")
+        idle = _hammer(base, key, requests=max(100, requests // 5), seconds=seconds / 5, clients=clients,
+                       run_id=uuid.uuid4(), http=httpx)
+        idle_search = [s.ms for s in idle if s.kind == "search"]
+        report.baseline_search_p50_ms = _percentile(idle_search, 0.5)
+        report.baseline_search_p99_ms = _percentile(idle_search, 0.99)
+        run_id, _ = clustering_trigger(tenant_id=state.tenant.id, user_id=big, trigger="beat")
+        _when_running(run_id, 60)
+        started = time.perf_counter()
+        samples = _hammer(base, key, requests=requests,
+                          seconds=seconds, clients=clients, run_id=run_id, http=httpx)
+        elapsed = time.perf_counter() - started
+    finally:
+        server.stop()
+    _summarise(samples, report)
+    report.load_requests_per_s = round(len(samples) / elapsed, 1) if elapsed else 0.0
+    wait_settled(state.tenant, big, 600)
+    say(f"load: {report.load_requests} requests, {report.load_errors} errors, p50 {report.load_p50_ms} ms, "
+        f"p99 {report.load_p99_ms} ms (search p99 {report.load_search_p99_ms} ms), "
+        f"{report.load_during_clustering_share:.0%} of them while the clustering run was in progress; with no job "
+        f"running: search p50 {report.baseline_search_p50_ms} ms, p99 {report.baseline_search_p99_ms} ms")
+
+
+@dataclass(frozen=True)
+class Sample:
+    kind: str
+    ms: float
+    ok: bool
+    during_run: bool
+
+
+def _hammer(base: str, key: str, *, requests: int, seconds: float, clients: int, run_id: uuid.UUID,
+            http: Any) -> list[Sample]:
+    samples: list[Sample] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+    running = {"value": True}
+
+    def watch() -> None:
+        while time.monotonic() < deadline and len(samples) < requests:
+            running["value"] = ConsolidationRun.objects.filter(id=run_id, status="running").exists()
+            time.sleep(0.2)
+        connections.close_all()
+
+    def client(number: int) -> None:
+        rng = random.Random(number)
+        with http.Client(headers={"Authorization": f"Bearer {key}"}, timeout=30) as session:
+            while time.monotonic() < deadline and len(samples) < requests:
+                kind = "search" if rng.random() < 0.7 else "ingest"
+                started = time.perf_counter()
+                try:
+                    if kind == "search":
+                        response = session.post(f"{base}/search", json={
+                            "query": f"slow queue host-{rng.randint(0, 749)}", "user_id": f"load-user-{number}"})
+                    else:
+                        response = session.post(f"{base}/memories", json={"memories": [{
+                            "content": f"client {number} note {rng.random():.6f} about host-{rng.randint(0, 99)}",
+                            "user_id": f"load-user-{number}"}]})
+                    ok = response.status_code < 400
+                except http.HTTPError:
+                    ok = False
+                with lock:
+                    samples.append(Sample(kind, (time.perf_counter() - started) * 1000, ok, running["value"]))
+
+    threads = [threading.Thread(target=watch)] + [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return samples
+
+
+def _percentile(values: list[float], share: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))], 1)
+
+
+def _summarise(samples: list[Sample], report: Report) -> None:
+    times = [s.ms for s in samples]
+    search = [s.ms for s in samples if s.kind == "search"]
+    report.load_requests = len(samples)
+    report.load_errors = sum(not s.ok for s in samples)
+    report.load_p50_ms, report.load_p99_ms = _percentile(times, 0.5), _percentile(times, 0.99)
+    report.load_search_p50_ms, report.load_search_p99_ms = _percentile(search, 0.5), _percentile(search, 0.99)
+    report.load_ingest_p99_ms = _percentile([s.ms for s in samples if s.kind == "ingest"], 0.99)
+    during = sum(s.during_run for s in samples)
+    report.load_during_clustering_share = round(during / len(samples), 3) if samples else 0.0
+
+
+def _wait_http(url: str, seconds: float = 60) -> None:
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{url} did not answer")
+
+
+# --- all of it -------------------------------------------------------------------------------------------------
+
+def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, logs: Path,
+                     say: Say = lambda line: None) -> Report:
+    report = Report()
+    logs.mkdir(parents=True, exist_ok=True)
+    with override_settings(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_RATE_LIMIT_REQUESTS=0,
+                           ZEROMEMORY_REFLECT_WAIT_SECONDS=0.0), rig(logs) as state:
+        crash_rounds(state, report, rounds, say)
+        overlap(state, report, say)
+        fault_cases(state, report, say)
+        load(state, report, requests=load_requests, seconds=load_seconds, clients=4, say=say)
+    return report
