@@ -34,6 +34,7 @@ class RunStatus(models.TextChoices):
 
 
 ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
+MEMORY_RUN_KINDS = (RunKind.CLUSTERING, RunKind.REFLECTION)  # both write a user's memories: one at a time
 
 
 class ConsolidationRun(models.Model):
@@ -74,13 +75,13 @@ class ConsolidationRun(models.Model):
             models.UniqueConstraint(
                 name="one_active_memory_run_per_user",
                 fields=["tenant", "user_id"],
-                condition=Q(status__in=["pending", "running"], kind__in=["clustering", "reflection"]),
+                condition=Q(status__in=list(ACTIVE_STATUSES), kind__in=list(MEMORY_RUN_KINDS)),
             ),
             # One active lifecycle run per tenant (it works over all of the tenant's users).
             models.UniqueConstraint(
                 name="one_active_lifecycle_run_per_tenant",
                 fields=["tenant"],
-                condition=Q(status__in=["pending", "running"], kind="lifecycle"),
+                condition=Q(status__in=list(ACTIVE_STATUSES), kind=RunKind.LIFECYCLE),
             ),
         ]
 
@@ -149,12 +150,18 @@ class WebhookEndpoint(models.Model):
         return f"{self.url} ({self.tenant})"
 
 
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
 class WebhookDelivery(models.Model):
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
     event_id = models.UUIDField()
     event_type = models.CharField(max_length=50)
     payload = models.JSONField()
-    status = models.CharField(max_length=10, default="pending")  # pending | succeeded | failed
+    status = models.CharField(max_length=10, default=DeliveryStatus.PENDING)  # a DeliveryStatus
     attempts = models.IntegerField(default=0)
     last_status_code = models.IntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")

@@ -24,8 +24,27 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunStatus
+from consolidation.models import ACTIVE_STATUSES, MEMORY_RUN_KINDS, ConsolidationRun, RunKind, RunStatus
 from zeromem.core.events import event_emit
+
+# Key of `ConsolidationRun.result`, true while the run's last stop (a failure, or a release for a retry) was an
+# unavailable LLM: what the tasks retry on. run_finish and run_release set or clear it with the error they record.
+LLM_UNAVAILABLE = "llm_unavailable"
+
+
+def run_llm_unavailable(run: ConsolidationRun) -> bool:
+    """Whether the run last stopped because the LLM did not answer (a later try may succeed)."""
+    return run.result.get(LLM_UNAVAILABLE) is True
+
+
+def _mark_llm_unavailable(run_id: uuid.UUID, unavailable: bool) -> ConsolidationRun:
+    """Set or clear the mark on a run this transaction has already updated (and so holds locked)."""
+    run = ConsolidationRun.objects.get(pk=run_id)
+    if run_llm_unavailable(run) != unavailable:
+        result = {k: v for k, v in run.result.items() if k != LLM_UNAVAILABLE}
+        run.result = {**result, LLM_UNAVAILABLE: True} if unavailable else result
+        run.save(update_fields=["result"])
+    return run
 
 
 def lease() -> timedelta:
@@ -40,13 +59,13 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def active_run(*, tenant_id: int, user_id: str, kind: str = "clustering") -> ConsolidationRun | None:
+def active_run(*, tenant_id: int, user_id: str, kind: str = RunKind.CLUSTERING) -> ConsolidationRun | None:
     """The run that blocks a new one of `kind`: the user's clustering or reflection run, or for lifecycle the
     tenant's lifecycle run (the two partial unique constraints)."""
     runs = ConsolidationRun.objects.filter(tenant_id=tenant_id, status__in=ACTIVE_STATUSES)
-    if kind == "lifecycle":
-        return runs.filter(kind="lifecycle").first()
-    return runs.filter(user_id=user_id, kind__in=["clustering", "reflection"]).first()
+    if kind == RunKind.LIFECYCLE:
+        return runs.filter(kind=RunKind.LIFECYCLE).first()
+    return runs.filter(user_id=user_id, kind__in=MEMORY_RUN_KINDS).first()
 
 
 def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity_id: str | None = None,
@@ -89,24 +108,31 @@ def run_fence(*, run_id: uuid.UUID, worker: str) -> None:
 
 
 def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
-               counts: dict[str, Any] | None = None) -> bool:
-    """Close the run (only its holder can); emits consolidation.run_completed after commit."""
+               counts: dict[str, Any] | None = None, llm_unavailable: bool = False) -> ConsolidationRun:
+    """Close the run (only its holder can) and return it; emits consolidation.run_completed after commit.
+    `llm_unavailable`: the run stops because the LLM did not answer (`run_llm_unavailable`). When `worker` no
+    longer holds the run nothing changes, and the run comes back as its current holder left it."""
     with transaction.atomic():
         finished = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
                     .update(status=status, error=error[:5000], finished_at=timezone.now(), lease_expires_at=None,
                             **(counts or {})))
-        if finished:
-            run = ConsolidationRun.objects.get(pk=run_id)
-            event_emit(event="consolidation.run_completed", tenant_id=run.tenant_id, data={
-                "run_id": str(run.id), "kind": run.kind, "user_id": run.user_id, "status": status,
-                "clusters": run.clusters, "merged": run.merged, "created": run.created})
-    return bool(finished)
+        if not finished:
+            return ConsolidationRun.objects.get(pk=run_id)
+        run = _mark_llm_unavailable(run_id, llm_unavailable)
+        event_emit(event="consolidation.run_completed", tenant_id=run.tenant_id, data={
+            "run_id": str(run.id), "kind": run.kind, "user_id": run.user_id, "status": status,
+            "clusters": run.clusters, "merged": run.merged, "created": run.created})
+    return run
 
 
-def run_release(*, run_id: uuid.UUID, worker: str, reason: str) -> bool:
-    """Give a claimed run back (pending, no lease) so a later retry of its task can claim it again."""
-    released = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-                .update(status=RunStatus.PENDING, worker="", lease_expires_at=None, error=reason[:5000]))
+def run_release(*, run_id: uuid.UUID, worker: str, reason: str, llm_unavailable: bool = False) -> bool:
+    """Give a claimed run back (pending, no lease) so a later retry of its task can claim it again.
+    `llm_unavailable`: released because the LLM did not answer (`run_llm_unavailable`)."""
+    with transaction.atomic():
+        released = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+                    .update(status=RunStatus.PENDING, worker="", lease_expires_at=None, error=reason[:5000]))
+        if released:
+            _mark_llm_unavailable(run_id, llm_unavailable)
     return bool(released)
 
 
@@ -132,6 +158,11 @@ def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25,
 class RunOutcome:
     run: ConsolidationRun
     joined: bool  # True: another trigger's run did (or is doing) the work
+
+    @property
+    def llm_unavailable(self) -> bool:
+        """The run stopped because the LLM did not answer: worth trying again later."""
+        return run_llm_unavailable(self.run)
 
 
 def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
@@ -163,4 +194,4 @@ def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
 def _same_job(run: ConsolidationRun, kind: str, entity_id: str | None, namespace: str | None) -> bool:
     if run.kind != kind:
         return False
-    return kind != "reflection" or (run.entity_id, run.namespace) == (entity_id, namespace)
+    return kind != RunKind.REFLECTION or (run.entity_id, run.namespace) == (entity_id, namespace)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db import connection
+from django.db.models import Count, Min, Q, QuerySet
+from django.utils import timezone
 
 from consolidation.domain.clustering import Item
-from zeromem.models import Memory, MemorySource, Tenant
+from zeromem.models import Memory, MemoryKind, MemorySource, MemoryState, MemoryType, Tenant
 
-EPISODIC_TYPES = ("episodic", "working")
+EPISODIC_TYPES = (MemoryType.EPISODIC, MemoryType.WORKING)
 
 
 def recency_window(tenant: Tenant) -> timedelta:
@@ -25,7 +27,7 @@ def recency_window(tenant: Tenant) -> timedelta:
 def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
     """Matches the user's current session: the session of their newest memory (a memory without a
     session_id belongs to its UTC day). None when the user has no memories."""
-    newest = (Memory.objects.filter(tenant_id=tenant_id, user_id=user_id).exclude(memory_type="semantic")
+    newest = (Memory.objects.filter(tenant_id=tenant_id, user_id=user_id).exclude(memory_type=MemoryType.SEMANTIC)
               .order_by("-created_at").values("session_id", "created_at").first())
     if newest is None:
         return None
@@ -37,51 +39,94 @@ def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
 def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> QuerySet[Memory]:
     """Active memories a clustering run may fold: episodes older than the recency window and outside the
     current session (unless forced), plus the active semantic memories they may join."""
-    active = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state="raw")
+    active = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW)
     episodes = active.filter(memory_type__in=EPISODIC_TYPES)
     if not force:
         episodes = episodes.filter(created_at__lt=now - recency_window(tenant))
         current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
         if current is not None:
             episodes = episodes.exclude(current)
-    return episodes | active.filter(memory_type="semantic")
+    return episodes | active.filter(memory_type=MemoryType.SEMANTIC)
 
 
 def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str]]:
     """(tenant, user) pairs with active episodes past the shortest recency window (per-tenant windows are
     applied again by each run). Reads the partial index on raw memories."""
     shortest = min([recency_window(t) for t in Tenant.objects.all()] or [timedelta(0)])
-    rows = (Memory.objects.filter(state="raw", memory_type__in=EPISODIC_TYPES, created_at__lt=now - shortest)
+    rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES,
+                                  created_at__lt=now - shortest)
             .values_list("tenant_id", "user_id").distinct().order_by("tenant_id", "user_id"))
     return list(rows)
 
 
-@dataclass
+@dataclass(frozen=True)
+class MemoryRow:
+    """A memory as a job reads it: the columns reflection and the safety net need, typed."""
+
+    id: uuid.UUID
+    memory_type: MemoryType
+    content: str
+    content_hash: str
+    created_at: datetime
+    importance: float
+    window: str | None
+
+    @property
+    def is_semantic(self) -> bool:
+        return self.memory_type == MemoryType.SEMANTIC
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Self:
+        """From the values() of `columns()`."""
+        return cls(**{**values, "memory_type": MemoryType(values["memory_type"])})
+
+
+@dataclass(frozen=True)
+class ClusteringRow(MemoryRow):
+    """A memory as clustering reads it: also its scope, entities, kind and the scores a merge combines."""
+
+    namespace: str
+    entity_id: str | None
+    entities: tuple[str, ...]
+    kind: MemoryKind
+    confidence: float
+    corroboration_count: int
+    reward_score: float
+    tags: tuple[str, ...]
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Self:
+        return super().of({**values, "kind": MemoryKind(values["kind"]), "entities": tuple(values["entities"]),
+                           "tags": tuple(values["tags"])})
+
+
+@dataclass(frozen=True)
 class Loaded:
     """A user's clustering input as plain data, in one order shared by every list."""
 
     ids: list[uuid.UUID]
-    rows: list[dict[str, Any]]
+    rows: list[ClusteringRow]
     items: list[Item]
     vectors: np.ndarray | None
     has_vector: list[bool]
 
 
-FIELDS = ("id", "namespace", "entity_id", "window", "entities", "kind", "memory_type", "content", "content_hash",
-          "importance", "confidence", "corroboration_count", "reward_score", "created_at", "tags", "embedding")
-
-
 def clustering_input(queryset: QuerySet[Memory], dimension: int) -> Loaded:
-    rows = list(queryset.order_by("created_at", "content_hash", "id").values(*FIELDS))  # reproducible order
-    has_vector = [row["embedding"] is not None for row in rows]
-    vectors = np.zeros((len(rows), dimension), dtype=np.float32)
-    for index, row in enumerate(rows):
+    values = list(queryset.order_by("created_at", "content_hash", "id")  # reproducible order
+                  .values(*ClusteringRow.columns(), "embedding"))
+    has_vector = [v["embedding"] is not None for v in values]
+    vectors = np.zeros((len(values), dimension), dtype=np.float32)
+    for index, value in enumerate(values):
         if has_vector[index]:
-            vectors[index] = row["embedding"]
-        row.pop("embedding")
-    items = [Item(scope=(r["namespace"], r["entity_id"], r["window"]), entities=frozenset(r["entities"]),
-                  is_fact=r["kind"] == "fact") for r in rows]
-    return Loaded(ids=[r["id"] for r in rows], rows=rows, items=items,
+            vectors[index] = value["embedding"]
+    rows = [ClusteringRow.of({k: v for k, v in value.items() if k != "embedding"}) for value in values]
+    items = [Item(scope=(r.namespace, r.entity_id, r.window), entities=frozenset(r.entities),
+                  is_fact=r.kind == MemoryKind.FACT) for r in rows]
+    return Loaded(ids=[r.id for r in rows], rows=rows, items=items,
                   vectors=vectors if any(has_vector) else None, has_vector=has_vector)
 
 
@@ -103,28 +148,26 @@ def _unreflected() -> Q:
     # Episodes, and semantic memories clustering made that no reflection has read (reflection's own are
     # tagged "reflection" and never feed it again).
     return Q(memory_type__in=EPISODIC_TYPES) | (
-        Q(memory_type="semantic", reflected_at__isnull=True) & ~Q(tags__contains=["reflection"]))
+        Q(memory_type=MemoryType.SEMANTIC, reflected_at__isnull=True) & ~Q(tags__contains=["reflection"]))
 
 
 def reflection_inputs(scope: ReflectionScope) -> QuerySet[Memory]:
     """Every active memory a reflection of this scope would read, whatever its session."""
     active = Memory.objects.filter(tenant_id=scope.tenant_id, user_id=scope.user_id, namespace=scope.namespace,
-                                   state="raw")
+                                   state=MemoryState.RAW)
     active = active.filter(entity_id=scope.entity_id) if scope.entity_id else active.filter(entity_id__isnull=True)
     return active.filter(_unreflected())
 
 
-REFLECTION_FIELDS = ("id", "memory_type", "content", "content_hash", "created_at", "importance", "window")
-
-
-def reflection_candidates(scope: ReflectionScope, *, force: bool, limit: int) -> list[dict[str, Any]]:
+def reflection_candidates(scope: ReflectionScope, *, force: bool, limit: int) -> list[MemoryRow]:
     """The newest `limit` inputs, outside the user's current session unless forced."""
     inputs = reflection_inputs(scope)
     if not force:
         current = current_session_filter(tenant_id=scope.tenant_id, user_id=scope.user_id)
         if current is not None:
             inputs = inputs.exclude(current & Q(memory_type__in=EPISODIC_TYPES))
-    return list(inputs.order_by("-created_at", "id").values(*REFLECTION_FIELDS)[:limit])
+    values = inputs.order_by("-created_at", "id").values(*MemoryRow.columns())[:limit]
+    return [MemoryRow.of(value) for value in values]
 
 
 def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | None = None,
@@ -134,7 +177,7 @@ def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | N
     index on raw memories."""
     entity_min = 1 if force else settings.ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD
     user_min = 1 if force else settings.ZEROMEMORY_REFLECTION_USER_THRESHOLD
-    rows = Memory.objects.filter(_unreflected(), state="raw")
+    rows = Memory.objects.filter(_unreflected(), state=MemoryState.RAW)
     for name, value in (("tenant_id", tenant_id), ("user_id", user_id), ("entity_id", entity_id)):
         if value is not None:
             rows = rows.filter(**{name: value})
@@ -178,9 +221,6 @@ def reflection_scope_resolve(*, tenant_id: int, namespace: str, entity_id: str |
 def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UUID]]:
     """Memory id → itself and every memory it cites, transitively (one recursive query; a deleted source still
     counts by its recorded id)."""
-    from django.db import connection
-
-
     table = MemorySource._meta.db_table
     closure: dict[uuid.UUID, set[uuid.UUID]] = {m: {m} for m in memory_ids}
     if not memory_ids:
@@ -200,13 +240,10 @@ def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UU
 def consolidation_lag(tenant_id: int | None = None) -> list[tuple[int, str, float]]:
     """(tenant, user, hours) per user with active episodes: how long the oldest one has been eligible for
     clustering (its age past the tenant's recency window), most behind first."""
-    from django.db.models import Min
-    from django.utils import timezone
-
     tenants = Tenant.objects.all() if tenant_id is None else Tenant.objects.filter(id=tenant_id)
     windows = {t.id: recency_window(t).total_seconds() / 3600 for t in tenants}
     now = timezone.now()
-    rows = (Memory.objects.filter(state="raw", memory_type__in=EPISODIC_TYPES, tenant_id__in=list(windows))
+    rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES, tenant_id__in=list(windows))
             .values("tenant_id", "user_id").annotate(oldest=Min("created_at")))
     lags = [(row["tenant_id"], row["user_id"],
              round(max(0.0, (now - row["oldest"]).total_seconds() / 3600 - windows[row["tenant_id"]]), 3))

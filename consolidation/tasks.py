@@ -55,9 +55,9 @@ def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
     except LLMUnavailable as exc:
         if self.request.retries >= self.max_retries:
             run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED,
-                       error=f"LLM unavailable after {self.request.retries + 1} attempts: {exc}")
+                       error=f"LLM unavailable after {self.request.retries + 1} attempts: {exc}", llm_unavailable=True)
             return RunStatus.FAILED
-        run_release(run_id=run.id, worker=worker, reason=f"LLM unavailable, retrying: {exc}")
+        run_release(run_id=run.id, worker=worker, reason=f"LLM unavailable, retrying: {exc}", llm_unavailable=True)
         countdown = min(3600, settings.ZEROMEMORY_LLM_RETRY_SECONDS * 2 ** self.request.retries)
         raise self.retry(exc=exc, countdown=countdown) from exc
 
@@ -80,8 +80,7 @@ def reflection_user_task(self: Task, *, tenant_id: int, user_id: str, trigger: s
     eligible. An unavailable LLM retries the whole task later."""
     outcomes = [reflection_run_now(scope=scope, trigger=trigger, wait_seconds=2400)
                 for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
-    unavailable = [o.run for o in outcomes if o.run.error.startswith("LLM unavailable")]
-    if unavailable:
+    if any(outcome.llm_unavailable for outcome in outcomes):
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return len(outcomes)
 
@@ -121,9 +120,9 @@ def consolidation_pass_task(self: Task, *, tenant_id: int, user_id: str) -> str:
     reflection for each of the user's entities that has become eligible."""
     clustering = clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.SESSION_END,
                                     force=True, wait_seconds=2400).run
-    reflected = [reflection_run_now(scope=scope, trigger=RunTrigger.SESSION_END, force=True, wait_seconds=2400).run
+    reflected = [reflection_run_now(scope=scope, trigger=RunTrigger.SESSION_END, force=True, wait_seconds=2400)
                  for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
-    if any(run.error.startswith("LLM unavailable") for run in reflected):
+    if any(outcome.llm_unavailable for outcome in reflected):
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return f"clustering {clustering.status}; {len(reflected)} reflection run(s)"
 

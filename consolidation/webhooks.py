@@ -23,7 +23,7 @@ from django.conf import settings
 from django.dispatch import receiver
 from django.utils import timezone
 
-from consolidation.models import WebhookDelivery, WebhookEndpoint
+from consolidation.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 from zeromem.core.events import memory_event
 from zeromem.core.tasks import send_task
 
@@ -58,7 +58,7 @@ def webhook_deliveries_create(*, payload: dict[str, Any]) -> list[int]:
 def webhook_deliver(*, delivery_id: int) -> bool:
     """POST one delivery; True when delivered (or already delivered), DeliveryFailed otherwise."""
     delivery = WebhookDelivery.objects.select_related("endpoint").get(id=delivery_id)
-    if delivery.status == "succeeded":
+    if delivery.status == DeliveryStatus.SUCCEEDED:
         return True
     body = json.dumps(delivery.payload, separators=(",", ":")).encode()
     timestamp = str(int(time.time()))
@@ -80,11 +80,11 @@ def _record_attempt(delivery: WebhookDelivery, code: int | None, error: str) -> 
     delivery.last_status_code, delivery.last_error = code, error
     ok = code is not None and 200 <= code < 300
     if ok:
-        delivery.status, delivery.delivered_at = "succeeded", timezone.now()
+        delivery.status, delivery.delivered_at = DeliveryStatus.SUCCEEDED, timezone.now()
     elif delivery.attempts >= settings.ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS:
-        delivery.status = "failed"
+        delivery.status = DeliveryStatus.FAILED
     delivery.save()
-    if not ok and delivery.status != "failed":
+    if not ok and delivery.status != DeliveryStatus.FAILED:
         raise DeliveryFailed(f"delivery {delivery.id}: {code or error}")
     return ok
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from consolidation.domain.insights import same_statement
 from profiles.models import MemoryProfile
+from zeromem.core.domain.text import same_statement
 
 MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
 SNAPSHOT_FIELDS = ("preferences", "behaviors", "facts", "summary", "summary_source_ids")

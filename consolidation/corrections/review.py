@@ -21,7 +21,7 @@ from consolidation.corrections.revert import COMPENSATIONS
 from consolidation.corrections.undo import UndoRefused
 from consolidation.ledger import ledger_write
 from consolidation.models import LedgerEntry
-from zeromem.models import Memory, MemoryRelation
+from zeromem.models import Memory, MemoryRelation, RelationType
 
 REVIEWABLE = ("merge", "supersede", "contradiction.flagged")
 DECISIONS = {"merge": ("approve", "reject"), "supersede": ("approve", "reject"),
@@ -112,7 +112,7 @@ def review_decide(*, entry_id: int, decision: str, actor: str, note: str = "",
 def _resolve_contradiction(entry: LedgerEntry, note: str) -> None:
     older, newer = entry.inputs["older"]["id"], entry.inputs["newer"]["id"]
     for relation in MemoryRelation.objects.filter(tenant_id=entry.tenant_id, from_memory_id=newer,
-                                                  to_memory_id=older, relation_type="contradicts"):
+                                                  to_memory_id=older, relation_type=RelationType.CONTRADICTS):
         relation.flagged = False
         relation.metadata = {**relation.metadata, "resolution": note or "both stay true"}
         relation.save(update_fields=["flagged", "metadata"])

@@ -13,7 +13,7 @@ from consolidation.ledger import ledger_write, memory_transition
 from consolidation.models import LedgerEntry
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit
-from zeromem.models import Memory, MemoryRelation, MemorySource
+from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType
 
 
 class UndoRefused(TransitionRefused):
@@ -27,16 +27,16 @@ class UnmergeResult:
 
 
 def _unmerge_blockers(semantic: Memory, links: list[MemorySource]) -> str | None:
-    if semantic.memory_type != "semantic" or not links:
+    if semantic.memory_type != MemoryType.SEMANTIC or not links:
         return "only a semantic memory with sources can be unmerged"
-    if semantic.state != "raw":
+    if semantic.state != MemoryState.RAW:
         folded = MemorySource.objects.filter(source_memory_id=semantic.id).values_list("memory_id", flat=True)
         return (f"semantic memory is {semantic.state}" + (f"; it was folded into {list(folded)}: unmerge that first"
                                                           if folded else ""))
     if any(link.source_id is None for link in links):
         return "a source of this memory was deleted; unmerging would need it"
     states = {link.source.state for link in links}
-    if states != {"consolidated"}:
+    if states != {MemoryState.CONSOLIDATED}:
         return f"its sources are no longer all consolidated ({sorted(states)}); a later change depends on them"
     return None
 
@@ -83,7 +83,7 @@ def memory_restore(*, tenant_id: int, memory_id: uuid.UUID, actor: str, reason: 
         superseded_by = memory.superseded_by_id
         memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="restore", actor=actor,
                           reason=reason or "restore")
-        relations = MemoryRelation.objects.filter(to_memory=memory, relation_type="supersedes")
+        relations = MemoryRelation.objects.filter(to_memory=memory, relation_type=RelationType.SUPERSEDES)
         removed = [str(r.from_memory_id) for r in relations]
         relations.delete()
         entry = ledger_write(tenant_id=tenant_id, action="restore", actor=actor, user_id=memory.user_id,

@@ -17,13 +17,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from consolidation.domain.merging import is_low_signal, sentences, split_speaker
+from consolidation.domain.merging import is_low_signal, sentences
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
 
-_WORD = re.compile(r"[a-z][a-z'-]+|\d+(?:[.,:]\d+)*(?:st|nd|rd|th)?")
-_NUMBER = re.compile(r"^\d")
 # Strong cues say a value was replaced; weak ones ("now", "new") only count when the older value is gone.
 _UPDATE = re.compile(
     r"\b(?:no longer|anymore|any more|moved|switched|upgraded|downgraded|bumped|raised|lowered|increased|"
@@ -33,15 +32,6 @@ _ABANDON = re.compile(r"\b(?:gave up|given up|stopped|quit|no longer|not anymore
 _WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently)\b", re.I)
 _ADDITION = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|besides)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b", re.I)
-STOP = frozenset([
-    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
-    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "i", "you", "he",
-    "she", "we", "they", "my", "your", "his", "her", "our", "their", "me", "him", "them", "us", "do", "did", "does",
-    "have", "has", "had", "so", "if", "then", "than", "very", "can", "will", "would", "should", "could", "into",
-    "about", "over", "after", "before", "up", "down", "out", "just", "also", "too", "really", "i'm", "i've",
-    "we're", "we've", "it's", "that's", "there", "here", "what", "when", "where", "who", "how", "which", "all",
-    "any", "some", "one", "ones", "get", "got", "set",
-])
 _CUE_WORDS = frozenset([
     "now", "longer", "anymore", "changed", "change", "moved", "switched", "upgraded", "downgraded", "bumped",
     "raised", "lowered", "increased", "decreased", "replaced", "instead", "gave", "given", "stopped", "quit",
@@ -65,15 +55,15 @@ class Statement:
 
     @classmethod
     def parse(cls, text: str, at: datetime) -> Statement:
-        names = frozenset(e.lower() for e in extract_entities(text) if not _NUMBER.match(e))
+        names = frozenset(e.lower() for e in extract_entities(text) if not starts_with_digit(e))
         name_words = frozenset(w for name in names for w in name.split())
-        words = _WORD.findall(text.lower())
+        words = statement_tokens(text)
         # "don't quit" is no update cue; a negation that flips is judged as a changed value instead.
         negated = bool(_NEGATION.search(text))
-        attribute = frozenset(w for w in words if w not in STOP and w not in _CUE_WORDS and w not in name_words
-                              and not _NEGATION.fullmatch(w)
-                              and not _NUMBER.match(w) and len(w) > 2)
-        return cls(at=at, values=frozenset(w for w in words if _NUMBER.match(w)) | names, name_words=name_words,
+        attribute = frozenset(w for w in words if w not in STATEMENT_STOP_WORDS and w not in _CUE_WORDS
+                              and w not in name_words and not _NEGATION.fullmatch(w)
+                              and not starts_with_digit(w) and len(w) > 2)
+        return cls(at=at, values=frozenset(w for w in words if starts_with_digit(w)) | names, name_words=name_words,
                    attribute=attribute, negated=negated, updates=not negated and bool(_UPDATE.search(text)),
                    maybe_updates=not negated and bool(_WEAK_UPDATE.search(text)),
                    abandons=not negated and bool(_ABANDON.search(text)), adds=bool(_ADDITION.search(text)))
@@ -119,7 +109,7 @@ def _value_change(a: Statement, b: Statement, overlap: float, new_values: frozen
         return Verdict(SUPERSEDE, "update cue", overlap)
     # Without a cue only a measured value (a number) or a negation on the very same attribute is clear enough:
     # a changed name may be a new subject ("Fresh note" after "Old note").
-    if overlap >= certain_attribute and (any(_NUMBER.match(v) for v in new_values) or flipped):
+    if overlap >= certain_attribute and (any(starts_with_digit(v) for v in new_values) or flipped):
         return Verdict(SUPERSEDE, "same attribute, new value", overlap)
     return Verdict(CONTRADICTS, "ambiguous: attributes partly overlap", overlap)
 
@@ -160,5 +150,5 @@ def _without(statement: Statement, names: frozenset[str]) -> Statement:
 
 def _statements(text: str) -> list[str]:
     """Sentences that state something: a speaker prefix removed; no questions, greetings or small talk."""
-    return [s for s in sentences(split_speaker(text)[1]) if len(_WORD.findall(s.lower())) >= 3
+    return [s for s in sentences(split_speaker(text)[1]) if len(statement_tokens(s)) >= 3
             and not is_low_signal(s)]

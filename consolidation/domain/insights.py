@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as SchemaError
 
-from consolidation.domain.merging import STOP
+from zeromem.core.domain.text import same_statement, stems
 
 CATEGORIES = ("preference", "behavior", "constraint", "domain_fact", "entity", "failure_pattern")
 MEMORY_KIND = {"preference": "preference", "behavior": "observation", "failure_pattern": "outcome",
@@ -172,19 +172,11 @@ def json_object(text: str) -> dict[str, Any]:
 
 # --- keeping what is durable and grounded --------------------------------------------------------------------
 
-_WORD = re.compile(r"[a-z][a-z0-9']+")
-_SUFFIX = re.compile(r"(?:'s|ing|ed|es|s|ly)$")
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|prompt|rules|above)\b|\bsystem prompt\b|"
     r"\byou are now\b|\bas an ai\b|\blanguage model\b", re.I)
 _VAGUE = re.compile(r"^(?:the )?(?:user|subject|they|he|she) (?:talked|spoke|said|mentioned|discussed|"
                     r"asked|chatted)\b", re.I)
-
-
-def stems(text: str, exclude: frozenset[str] = frozenset()) -> frozenset[str]:
-    """Content-word stems of a text (stop words and `exclude`d stems removed)."""
-    words = (_SUFFIX.sub("", w) if len(w) > 4 else w for w in _WORD.findall(text.lower()) if w not in STOP)
-    return frozenset(w for w in words if len(w) >= 3 and w not in exclude)
 
 
 def keep_durable(reflection: Reflection, sources: Sequence[Source], *, min_confidence: float) -> Reflection:
@@ -213,13 +205,6 @@ def _durable(insight: Insight) -> bool:
     statement = insight.statement
     return (len(stems(statement, stems(insight.subject))) >= 2 and not statement.rstrip().endswith("?")
             and not _INSTRUCTION.search(statement) and not _VAGUE.search(statement))
-
-
-def same_statement(a: str, b: str, threshold: float = 0.8) -> bool:
-    first, second = stems(a), stems(b)
-    if not first or not second:
-        return a.strip().lower() == b.strip().lower()
-    return len(first & second) / len(first | second) >= threshold
 
 
 def _fold(kept: list[Insight], insight: Insight) -> list[Insight]:

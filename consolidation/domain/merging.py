@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.text import NUMBER, STOP_WORDS, words
+from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 
-_SPEAKER = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}): (.*)$", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
-_WORD = re.compile(r"[a-z0-9']+")
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 LOW_SIGNAL = re.compile(
     r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
@@ -48,11 +47,6 @@ SMALL_TALK = re.compile(
     r"special|impressive|exciting|sweet|cute|fancy|pretty|adorable|stunning|brilliant|peaceful|calming|"
     r"powerful|relaxing|perfect)[!.]*$)|"
     r".*\bmeans? (?:a lot|so much|the world)\b", re.I)
-STOP = frozenset([
-    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
-    "was", "were", "be", "been", "it", "its", "this", "that", "i", "you", "he", "she", "we", "they", "my", "your",
-    "his", "her", "our", "their", "me", "him", "them", "us", "so", "just", "really", "very",
-])
 
 
 @dataclass(frozen=True)
@@ -78,11 +72,6 @@ class _Sentence:
     values: frozenset[str]
 
 
-def split_speaker(text: str) -> tuple[str, str]:
-    match = _SPEAKER.match(text.strip())
-    return (match.group(1), match.group(2)) if match else ("", text.strip())
-
-
 def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
@@ -94,13 +83,13 @@ def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> 
     if LOW_SIGNAL.match(text):
         return True
     vague = bool(_QUESTION.search(text) or SMALL_TALK.match(text)) or _content_words(text) <= 2
-    return vague and not _NUMBER.search(text) and not _has_name(text, common_names) \
+    return vague and not NUMBER.search(text) and not _has_name(text, common_names) \
         and not concrete_values(text) - common_names
 
 
 def _content_words(text: str) -> int:
     # "It's special to me." says too little to keep on its own.
-    return sum(1 for w in _WORD.findall(text.lower()) if w not in STOP and len(w) > 2)
+    return sum(1 for w in words(text) if w not in STOP_WORDS and len(w) > 2)
 
 
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
@@ -114,7 +103,7 @@ def _has_name(text: str, common_names: frozenset[str]) -> bool:
 
 def concrete_values(sentence: str) -> frozenset[str]:
     """Numbers, dates and names: what a merge must never lose."""
-    return frozenset(_NUMBER.findall(sentence)) | frozenset(e.lower() for e in extract_entities(sentence))
+    return frozenset(NUMBER.findall(sentence)) | frozenset(e.lower() for e in extract_entities(sentence))
 
 
 # --- relative dates ----------------------------------------------------------------------------------------
@@ -181,7 +170,7 @@ def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> li
             if not is_low_signal(text, common_names):
                 anchored = anchor_dates(text, member.on)
                 found.append(_Sentence(index, speaker, anchored,
-                                       frozenset(w for w in _WORD.findall(anchored.lower()) if w not in STOP),
+                                       frozenset(w for w in words(anchored) if w not in STOP_WORDS),
                                        concrete_values(anchored)))
     return found
 

@@ -13,8 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from consolidation.domain.insights import Insight, Reflection, Source, same_statement, stems
-from consolidation.domain.merging import anchor_dates, concrete_values, is_low_signal, sentences, split_speaker
+from consolidation.domain.insights import Insight, Reflection, Source
+from consolidation.domain.merging import anchor_dates, concrete_values, is_low_signal, sentences
+from zeromem.core.domain.text import same_statement, split_speaker, stems
 
 MAX_ITEMS = 8
 SUMMARY_CHARS = 300

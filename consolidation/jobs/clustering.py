@@ -26,12 +26,12 @@ from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
-from consolidation.selectors import Loaded, clustering_input, clustering_queryset
+from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.models import Memory, MemoryRelation, MemorySource, Tenant
+from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
 
@@ -96,14 +96,14 @@ def contradiction_decisions(loaded: Loaded, pairs: Sequence[clustering.Pair],
     newest contradicting successor."""
     decisions = []
     for pair in pairs:
-        if any(loaded.rows[i]["memory_type"] == "semantic" for i in (pair.a, pair.b)):
+        if any(loaded.rows[i].is_semantic for i in (pair.a, pair.b)):
             continue
-        older, newer = sorted((pair.a, pair.b), key=lambda i: (loaded.rows[i]["created_at"], i))
-        verdict = judge_texts(loaded.rows[older]["content"], loaded.rows[older]["created_at"],
-                              loaded.rows[newer]["content"], loaded.rows[newer]["created_at"], common)
+        older, newer = sorted((pair.a, pair.b), key=lambda i: (loaded.rows[i].created_at, i))
+        before, after = loaded.rows[older], loaded.rows[newer]
+        verdict = judge_texts(before.content, before.created_at, after.content, after.created_at, common)
         if verdict.kind != COMPATIBLE:
             decisions.append(Decision(older, newer, verdict))
-    decisions.sort(key=lambda d: loaded.rows[d.newer]["created_at"], reverse=True)
+    decisions.sort(key=lambda d: loaded.rows[d.newer].created_at, reverse=True)
     superseded: set[int] = set()
     unique = []
     for decision in decisions:
@@ -127,10 +127,10 @@ def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) 
 
 
 def _merges_for(loaded: Loaded, group: list[int], links: list[float], common: frozenset[str]) -> list[Merge]:
-    semantic = [i for i in group if loaded.rows[i]["memory_type"] == "semantic"]
+    semantic = [i for i in group if loaded.rows[i].is_semantic]
     base = semantic[0] if semantic else None
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    chunks = merge_cluster([Member(loaded.rows[i]["content"], loaded.rows[i]["created_at"].date()) for i in ordered],
+    chunks = merge_cluster([Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered],
                            limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
     return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
@@ -144,17 +144,17 @@ def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[s
 
 # --- writing -------------------------------------------------------------------------------------------------
 
-def _semantic_fields(rows: Sequence[dict[str, Any]], text: str) -> dict[str, Any]:
-    importance = max(r["importance"] for r in rows)
-    kinds = Counter(r["kind"] for r in rows).most_common(1)[0][0]
-    entities = list(dict.fromkeys(e for r in rows for e in r["entities"]))[:50]
+def _semantic_fields(rows: Sequence[ClusteringRow], text: str) -> dict[str, Any]:
+    importance = max(r.importance for r in rows)
+    kinds = Counter(r.kind for r in rows).most_common(1)[0][0]
+    entities = list(dict.fromkeys(e for r in rows for e in r.entities))[:50]
     return {
         "content": text, "content_hash": content_hash(text), "importance": importance, "kind": kinds,
-        "corroboration_count": sum(r["corroboration_count"] for r in rows),
-        "confidence": min(1.0, max(r["confidence"] for r in rows) + 0.05 * (len(rows) - 1)),
-        "stability_score": sum((r["importance"] + r["reward_score"]) / 2 for r in rows) / len(rows),
-        "entities": entities, "tags": sorted({t for r in rows for t in r["tags"]}),
-        "valid_from": min(r["created_at"] for r in rows),
+        "corroboration_count": sum(r.corroboration_count for r in rows),
+        "confidence": min(1.0, max(r.confidence for r in rows) + 0.05 * (len(rows) - 1)),
+        "stability_score": sum((r.importance + r.reward_score) / 2 for r in rows) / len(rows),
+        "entities": entities, "tags": sorted({t for r in rows for t in r.tags}),
+        "valid_from": min(r.created_at for r in rows),
     }
 
 
@@ -167,15 +167,15 @@ def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id:
         run_fence(run_id=run.id, worker=worker)
         semantic, base_before = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
         MemorySource.objects.bulk_create([
-            MemorySource(memory=semantic, source_id=r["id"], source_memory_id=r["id"],
-                         source_content_hash=r["content_hash"]) for r in members], ignore_conflicts=True)
-        memory_transition(tenant_id=tenant_id, memory_ids=[r["id"] for r in members], operation="consolidate",
+            MemorySource(memory=semantic, source_id=r.id, source_memory_id=r.id,
+                         source_content_hash=r.content_hash) for r in members], ignore_conflicts=True)
+        memory_transition(tenant_id=tenant_id, memory_ids=[r.id for r in members], operation="consolidate",
                           actor=f"run:{run.id}", run_id=run.id, reason="folded into a semantic memory")
         ledger_write(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=user_id,
-                     memory_ids=[r["id"] for r in members],
-                     inputs={"members": [{"id": str(r["id"]), "content_hash": r["content_hash"]} for r in members],
+                     memory_ids=[r.id for r in members],
+                     inputs={"members": [{"id": str(r.id), "content_hash": r.content_hash} for r in members],
                              "base": str(semantic.id) if merge.base is not None else None,
-                             "base_content": loaded.rows[merge.base]["content"] if merge.base is not None else None,
+                             "base_content": loaded.rows[merge.base].content if merge.base is not None else None,
                              "base_before": base_before},
                      outputs={"semantic_id": str(semantic.id), "content": merge.text,
                               "created": merge.base is None},
@@ -189,7 +189,7 @@ def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge,
                      vector: list[float] | None) -> tuple[Memory, dict[str, Any] | None]:
     """(the semantic memory, the base's fields before this merge — what an undo puts back — or None)."""
     if merge.base is not None:
-        base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state="raw").first()
+        base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state=MemoryState.RAW).first()
         if base is None:
             raise TransitionRefused(f"semantic memory {loaded.ids[merge.base]} is no longer active")
         before = semantic_snapshot(base, [*fields, "metadata"])
@@ -203,7 +203,7 @@ def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge,
     namespace, entity_id, window = loaded.items[merge.members[0]].scope
     semantic = Memory.objects.create(
         tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
-        memory_type="semantic", embedding=vector, created_at=timezone.now(),
+        memory_type=MemoryType.SEMANTIC, embedding=vector, created_at=timezone.now(),
         metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields)
     search_stats_add(memory_ids=[semantic.id])
     return semantic, None
@@ -214,36 +214,36 @@ def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loade
     """A supersede (older archived, `superseded_by`, `valid_to`, a supersedes relation, `memory.superseded`) or a
     flagged contradiction (a contradicts relation for review), with a ledger row holding the evidence."""
     older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
-    evidence = {"older": {"id": str(older["id"]), "content": older["content"], "at": older["created_at"].isoformat()},
-                "newer": {"id": str(newer["id"]), "content": newer["content"], "at": newer["created_at"].isoformat()}}
+    evidence = {"older": {"id": str(older.id), "content": older.content, "at": older.created_at.isoformat()},
+                "newer": {"id": str(newer.id), "content": newer.content, "at": newer.created_at.isoformat()}}
     supersede = decision.verdict.kind == SUPERSEDE
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         if supersede:
-            memory_transition(tenant_id=tenant_id, memory_ids=[older["id"]], operation="supersede",
+            memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="supersede",
                               actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
-            Memory.objects.filter(id=older["id"]).update(superseded_by_id=newer["id"], valid_to=newer["created_at"])
+            Memory.objects.filter(id=older.id).update(superseded_by_id=newer.id, valid_to=newer.created_at)
         _, created = MemoryRelation.objects.get_or_create(
-            tenant_id=tenant_id, from_memory_id=newer["id"], to_memory_id=older["id"],
-            relation_type="supersedes" if supersede else "contradicts",
+            tenant_id=tenant_id, from_memory_id=newer.id, to_memory_id=older.id,
+            relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,
             defaults={"flagged": not supersede, "score": decision.verdict.overlap,
                       "metadata": {"reason": decision.verdict.reason}})
         if not created:
             return False
         ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
                      actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
-                     memory_ids=[older["id"], newer["id"]], inputs=evidence, reason=decision.verdict.reason,
+                     memory_ids=[older.id, newer.id], inputs=evidence, reason=decision.verdict.reason,
                      scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
         if supersede:
             event_emit(event="memory.superseded", tenant_id=tenant_id,
-                       data={"memory_id": str(older["id"]), "superseded_by": str(newer["id"]),
+                       data={"memory_id": str(older.id), "superseded_by": str(newer.id),
                              "reason": decision.verdict.reason})
     return supersede
 
 
-def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[dict[str, Any]], *, created: bool) -> None:
+def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[ClusteringRow], *, created: bool) -> None:
     data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
-            "source_ids": [str(r["id"]) for r in members]}
+            "source_ids": [str(r.id) for r in members]}
     event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
     event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
 
@@ -279,12 +279,11 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                          "write_s": round(written - guarded, 3),
                          "canary_s": round(guarded - embedded + time.perf_counter() - written, 3),
                          "candidate_pairs": plan.pairs}
-    run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED if failure else RunStatus.SUCCEEDED,
-               error=failure or "", counts=counts)
-    return ConsolidationRun.objects.get(pk=run.id)
+    return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED if failure else RunStatus.SUCCEEDED,
+                      error=failure or "", counts=counts)
 
 
-def _consolidating(plan: Plan) -> list[dict[str, Any]]:
+def _consolidating(plan: Plan) -> list[ClusteringRow]:
     """The memories the plan folds into semantic memories: what must stay findable through them. (Superseded
     statements leave search on purpose; an operator's canary can still guard one.)"""
     return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})]

@@ -31,8 +31,9 @@ from consolidation.corrections.erasure import memories_delete
 from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
+from consolidation.selectors import EPISODIC_TYPES
 from zeromem.core.events import event_emit
-from zeromem.models import Memory, Tenant
+from zeromem.models import Memory, MemoryState, Tenant
 
 
 @dataclass(frozen=True)
@@ -62,21 +63,21 @@ def activation_sql(now: datetime, half_life_days: float) -> RawSQL:
 
 def decay_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
     """Raw memories below the archive threshold (activation computed for `now`) and the keep floor."""
-    return (Memory.objects.filter(tenant_id=tenant_id, state="raw", importance__lt=policy.keep_floor)
+    return (Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.RAW, importance__lt=policy.keep_floor)
             .alias(current=activation_sql(now, policy.decay_half_life_days))
             .filter(current__lt=policy.archive_threshold))
 
 
 def retention_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
-    return Memory.objects.filter(tenant_id=tenant_id, state="consolidated", memory_type__in=["episodic", "working"],
+    return Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.CONSOLIDATED, memory_type__in=EPISODIC_TYPES,
                                  importance__lt=policy.retention_importance,
                                  created_at__lt=now - timedelta(days=policy.retention_days))
 
 
 def purge_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
-    return (Memory.objects.filter(tenant_id=tenant_id, state="archived",
+    return (Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.ARCHIVED,
                                   archived_at__lt=now - timedelta(days=policy.purge_days))
-            .exclude(source_links__source__state="consolidated"))
+            .exclude(source_links__source__state=MemoryState.CONSOLIDATED))
 
 
 # --- running ---------------------------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def lifecycle_counts(*, tenant: Tenant, now: datetime | None = None) -> dict[str
 
 
 def refresh_activation(tenant_id: int, policy: Policy, now: datetime) -> int:
-    return Memory.objects.filter(tenant_id=tenant_id, state="raw").update(
+    return Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.RAW).update(
         activation=activation_sql(now, policy.decay_half_life_days))
 
 
@@ -111,8 +112,7 @@ def lifecycle_execute(*, run: ConsolidationRun, worker: str, now: datetime | Non
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
     ConsolidationRun.objects.filter(pk=run.id).update(result={**counts, "policy": policy.__dict__})
-    run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED)
-    return ConsolidationRun.objects.get(pk=run.id)
+    return run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED)
 
 
 def _one_batch(run: ConsolidationRun, worker: str, step: str, candidates: QuerySet[Memory]) -> int:

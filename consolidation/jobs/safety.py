@@ -24,7 +24,7 @@ from consolidation.corrections.revert import run_revert
 from consolidation.domain.merging import is_low_signal, sentences, split_speaker
 from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
-from consolidation.selectors import provenance
+from consolidation.selectors import MemoryRow, provenance
 from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
 from zeromem.core.selectors import MemoryFilter, memories_search
 
@@ -49,23 +49,23 @@ class Baseline:
         return sum(self.before) / len(self.before)
 
 
-def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[dict[str, Any]],
-                  neighbours: Sequence[dict[str, Any]]) -> list[Probe]:
+def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
+                  neighbours: Sequence[MemoryRow]) -> list[Probe]:
     """The operator's canaries for the run's user, and a sample of the memories about to be consolidated, each
     queried by its rarest phrase among `neighbours` (the memories the run read)."""
     configured = [Probe(c.query, frozenset(uuid.UUID(str(i)) for i in c.expected_memory_ids), f"canary {c.id}")
                   for c in Canary.objects.filter(tenant_id=run.tenant_id, user_id=run.user_id, active=True)[:100]
                   if c.expected_memory_ids]
-    frequency = document_frequency(r["content"] for r in neighbours)
-    pool = sorted(consolidating, key=lambda r: str(r["id"]))
+    frequency = document_frequency(r.content for r in neighbours)
+    pool = sorted(consolidating, key=lambda r: str(r.id))
     random.Random(str(run.id)).shuffle(pool)  # the same sample when a run is retried
     sampled: list[Probe] = []
     for row in pool:
         if len(sampled) >= settings.ZEROMEMORY_CANARY_SAMPLE:
             break
-        phrase = distinctive_phrase(informative_text(row["content"]), frequency)
+        phrase = distinctive_phrase(informative_text(row.content), frequency)
         if phrase:
-            sampled.append(Probe(phrase, frozenset([row["id"]]), f"memory {row['id']}"))
+            sampled.append(Probe(phrase, frozenset([row.id]), f"memory {row.id}"))
     return configured + sampled
 
 
@@ -86,8 +86,8 @@ def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> l
     return recalls
 
 
-def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[dict[str, Any]],
-                    neighbours: Sequence[dict[str, Any]]) -> Baseline | None:
+def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
+                    neighbours: Sequence[MemoryRow]) -> Baseline | None:
     """Measure before the run writes; None when the net is off or there is nothing to guard."""
     if not settings.ZEROMEMORY_CANARIES or not consolidating:
         return None

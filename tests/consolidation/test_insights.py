@@ -16,9 +16,9 @@ from consolidation.domain.insights import (
     keep_durable,
     parse_reply,
     plan_batches,
-    stems,
 )
 from consolidation.domain.reflection_rules import reflect_extractive
+from zeromem.core.domain.text import stems
 
 T0 = datetime(2024, 5, 1, 9, tzinfo=UTC)
 SOURCES = [Source(n, text, T0 + timedelta(days=n)) for n, text in enumerate([

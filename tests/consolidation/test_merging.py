@@ -13,8 +13,8 @@ from consolidation.domain.merging import (
     is_low_signal,
     merge_cluster,
     sentences,
-    split_speaker,
 )
+from zeromem.core.domain.text import split_speaker
 
 MAY_8 = date(2023, 5, 8)
 

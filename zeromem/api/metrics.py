@@ -17,10 +17,10 @@ from django.utils import timezone
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, RunKind
 from consolidation.selectors import consolidation_lag
 from zeromem.core.events import redis_client
-from zeromem.models import LlmUsage, Memory, Tenant
+from zeromem.models import LlmUsage, Memory, MemoryState, MemoryType, Tenant
 
 CELERY_QUEUE = "celery"
 
@@ -52,7 +52,7 @@ def _facts_per_batch(names: dict[int, str]) -> Metric:
     since = timezone.now() - timedelta(days=7)
     facts: dict[int, int] = defaultdict(int)
     calls: dict[int, int] = defaultdict(int)
-    for tenant_id, result in ConsolidationRun.objects.filter(kind="reflection", finished_at__gte=since) \
+    for tenant_id, result in ConsolidationRun.objects.filter(kind=RunKind.REFLECTION, finished_at__gte=since) \
             .values_list("tenant_id", "result"):
         facts[tenant_id] += len(result.get("insights", []))
         calls[tenant_id] += int(result.get("calls_done", 0))
@@ -71,7 +71,7 @@ def _queue_depth() -> Metric:
 def _prunes(names: dict[int, str]) -> Metric:
     metric = CounterMetricFamily("zeromem_prune", "Memories archived or deleted by the lifecycle job",
                                  labels=["tenant"])
-    rows = (ConsolidationRun.objects.filter(kind="lifecycle").values("tenant_id")
+    rows = (ConsolidationRun.objects.filter(kind=RunKind.LIFECYCLE).values("tenant_id")
             .annotate(n=Sum(F("archived") + F("deleted"))))
     for row in rows:
         metric.add_metric([names[row["tenant_id"]]], float(row["n"] or 0))
@@ -81,7 +81,7 @@ def _prunes(names: dict[int, str]) -> Metric:
 def _semantic_store(names: dict[int, str]) -> Metric:
     metric = GaugeMetricFamily("zeromem_semantic_store_size", "Active semantic memories per user",
                                labels=["tenant", "user_id"])
-    rows = (Memory.objects.filter(state="raw", memory_type="semantic").values("tenant_id", "user_id")
+    rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type=MemoryType.SEMANTIC).values("tenant_id", "user_id")
             .annotate(n=Count("id")))
     for row in rows:
         metric.add_metric([names[row["tenant_id"]], row["user_id"]], float(row["n"]))

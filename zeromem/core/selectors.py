@@ -18,7 +18,7 @@ from django.utils import timezone
 from zeromem.core.adapters.embeddings import embed_query
 from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
-from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, TermStat, UserSearchStats
+from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState, TermStat, UserSearchStats
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class MemoryFilter:
     entity_id: str | None = None
     namespace: str | None = None
     memory_types: Sequence[str] | None = None
-    states: Sequence[str] | None = ("raw",)  # active memories only, unless asked
+    states: Sequence[str] | None = (MemoryState.RAW,)  # active memories only, unless asked
     created_after: datetime | None = None
     created_before: datetime | None = None
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
 from zeromem.core.domain.entities import classify_kind, extract_entities
-from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, Tenant
+from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryType, Tenant
 
 DEFAULT_IMPORTANCE = 0.5
 
@@ -32,7 +32,7 @@ class MemoryInput:
     entity_id: str | None = None
     namespace: str = "global"
     session_id: str | None = None
-    memory_type: str = "episodic"
+    memory_type: str = MemoryType.EPISODIC
     kind: str | None = None
     role: str = ""
     entities: Sequence[str] | None = None
@@ -73,7 +73,7 @@ def _existing_ids(*, tenant_id: int, keys: set[tuple[str, str | None, str]]) -> 
     users = {u for u, _, _ in keys}
     hashes = {h for _, _, h in keys}
     rows = (Memory.objects.filter(tenant_id=tenant_id, user_id__in=users, content_hash__in=hashes)
-            .exclude(memory_type="semantic").values_list("user_id", "session_id", "content_hash", "id"))
+            .exclude(memory_type=MemoryType.SEMANTIC).values_list("user_id", "session_id", "content_hash", "id"))
     return {(u, s, h): i for u, s, h, i in rows if (u, s, h) in keys}
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from django.db.models import Count
 
+from consolidation.corrections.erasure import scope_erase
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import reflection_run_now
 from consolidation.selectors import reflection_eligible_scopes
@@ -15,7 +16,7 @@ from profiles.selectors import profile_get
 from zeromem.core import services
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
-from zeromem.models import Memory, Tenant
+from zeromem.models import ApiKey, Memory, Tenant
 
 SAMPLE = [  # used when ../shared/eval/locomo/ is absent
     ("Ana", 1, "Ana: We decided to move the nightly ETL to 02:00 UTC because the warehouse is idle then."),
@@ -54,9 +55,15 @@ def demo_data() -> DemoData:
 
 
 def demo_run(*, say: Callable[[str], None]) -> Tenant:
+    """Idempotent: the demo user's memories and profiles of an earlier run are erased first, so every run shows
+    its own results; the demo key of an earlier run is revoked and replaced (a secret is never stored to reuse)."""
     tenant = services.tenant_get_or_create(name="demo")
-    _, secret = services.apikey_create(tenant=tenant, name="demo")
     data = demo_data()
+    forgotten = scope_erase(tenant_id=tenant.id, actor="demo", user_id=data.user_id)
+    if forgotten.get("deleted"):
+        say(f"Erased the previous demo run's {forgotten['deleted']} memories of {data.user_id!r}: starting afresh.")
+    replaced = _demo_keys_revoke(tenant)
+    _, secret = services.apikey_create(tenant=tenant, name="demo")
     say(f"Ingesting {data.source} for user {data.user_id!r} …")
     batches = (data.items[i:i + 200] for i in range(0, len(data.items), 200))
     result = services.memories_import(tenant_id=tenant.id, batches=batches)
@@ -71,13 +78,20 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
     demo_reflection(tenant=tenant, user_id=data.user_id, say=say)
     counts = Memory.objects.filter(tenant=tenant).values("memory_type", "state").annotate(n=Count("id"))
     say("\nStored for tenant 'demo': " + ", ".join(f"{c['n']} {c['memory_type']}/{c['state']}" for c in counts))
-    say(f"\nAPI key for tenant 'demo' (shown once): {secret}")
+    say(f"\nAPI key for tenant 'demo' (shown once{'; the previous demo key is revoked' if replaced else ''}): {secret}")
     say("API:   python manage.py runserver, then http://127.0.0.1:8000/api/v1/public/memory/v2/docs\n"
         "       curl -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' \\\n"
         "            -d '{\"query\": \"pottery\", \"user_id\": \"demo-user\"}' "
         "http://127.0.0.1:8000/api/v1/public/memory/v2/search\n"
         "Admin: python manage.py createsuperuser, then http://127.0.0.1:8000/admin/")
     return tenant
+
+
+def _demo_keys_revoke(tenant: Tenant) -> int:
+    keys = ApiKey.objects.filter(tenant=tenant, name="demo", revoked_at__isnull=True)
+    for key in keys:
+        services.apikey_revoke(key=key)
+    return len(keys)
 
 
 def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None]) -> None:

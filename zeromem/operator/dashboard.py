@@ -16,11 +16,11 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, RunStatus
 from consolidation.selectors import consolidation_lag
-from zeromem.models import LlmUsage, Memory, MemoryRelation, Tenant
+from zeromem.models import LlmUsage, Memory, MemoryRelation, MemoryState, MemoryType, Tenant
 
-RUN_OUTCOMES = ("succeeded", "failed", "skipped")
+RUN_OUTCOMES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED)
 
 
 @dataclass
@@ -58,7 +58,7 @@ def _states(memories: QuerySet[Memory], days: list[date]) -> dict[str, list[floa
         memories.filter(consolidated_at__isnull=False, archived_at__isnull=False), "archived_at", days)
     consolidated = [c - a for c, a in zip(consolidated_ever, consolidated_then_archived, strict=True)]
     raw = [max(0.0, t - c - a) for t, c, a in zip(created, consolidated, archived, strict=True)]
-    return {"raw": raw, "consolidated": consolidated, "archived": archived}
+    return {MemoryState.RAW: raw, MemoryState.CONSOLIDATED: consolidated, MemoryState.ARCHIVED: archived}
 
 
 def dashboard_figures(*, days: int = 30, tenant_id: int | None = None) -> Dashboard:
@@ -79,9 +79,9 @@ def dashboard_figures(*, days: int = 30, tenant_id: int | None = None) -> Dashbo
         cost_by_tenant=[(names[u["tenant_id"]], float(u["cost"] or 0)) for u in usage][:15],
         tokens_by_tenant=[(names[u["tenant_id"]], int(u["calls"] or 0), int(u["tokens"] or 0)) for u in usage][:15],
         lag=[(f"{names[t]} / {user}", hours) for t, user, hours in consolidation_lag(tenant_id)[:15]],
-        totals={"memories": memories.count(), "active_semantic": memories.filter(state="raw",
-                                                                                 memory_type="semantic").count(),
-                "runs_failed_in_window": runs.filter(status="failed", created_at__date__gte=window[0]).count(),
+        totals={"memories": memories.count(),
+                "active_semantic": memories.filter(state=MemoryState.RAW, memory_type=MemoryType.SEMANTIC).count(),
+                "runs_failed_in_window": runs.filter(status=RunStatus.FAILED, created_at__date__gte=window[0]).count(),
                 "flagged_contradictions": _flagged(tenant_id)})
 
 

@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from consolidation.corrections.undo import memory_restore, memory_unmerge
+from consolidation.models import RunTrigger
 from consolidation.selectors import ReflectionScope
 from consolidation.triggers import clustering_trigger_users, reflection_trigger_scopes
 from zeromem.core import services
@@ -111,7 +112,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def run_clustering_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
 
         started, joined = clustering_trigger_users(users=queryset.values_list("tenant_id", "user_id").distinct(),
-                                                   trigger="admin")
+                                                   trigger=RunTrigger.ADMIN)
         self.message_user(request, f"Clustering queued for {started} user(s); {joined} already had an active run.")
 
     @admin.action(description="Trigger reflection (for the entities of the selected memories)")
@@ -119,7 +120,7 @@ class MemoryAdmin(admin.ModelAdmin):
 
         scopes = [ReflectionScope(*row) for row in queryset.values_list(
             "tenant_id", "user_id", "entity_id", "namespace").distinct().order_by()]
-        started, busy = reflection_trigger_scopes(scopes=scopes, trigger="admin")
+        started, busy = reflection_trigger_scopes(scopes=scopes, trigger=RunTrigger.ADMIN)
         self.message_user(request, f"Reflection queued for {started} entity/user scope(s); {busy} skipped because "
                                    "that user already had an active run (trigger again once it is done).")
 

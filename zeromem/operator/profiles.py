@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from consolidation.models import RunTrigger
 from consolidation.selectors import ReflectionScope
 from consolidation.triggers import reflection_trigger_scopes
 from profiles.models import MemoryProfile
@@ -46,7 +47,7 @@ class MemoryProfileAdmin(admin.ModelAdmin):
     def trigger_reflection(self, request: HttpRequest, queryset: QuerySet[MemoryProfile]) -> None:
 
         scopes = [ReflectionScope(p.tenant_id, p.user_id, p.entity_id or None, p.namespace) for p in queryset]
-        started, busy = reflection_trigger_scopes(scopes=scopes, trigger="admin")
+        started, busy = reflection_trigger_scopes(scopes=scopes, trigger=RunTrigger.ADMIN)
         self.message_user(request, f"Reflection queued for {started} profile(s); {busy} skipped because that user "
                                    "already had an active run (trigger again once it is done).")
 

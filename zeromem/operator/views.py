@@ -12,12 +12,13 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from consolidation.corrections import review
+from consolidation.models import RunStatus
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import Tenant
 from zeromem.operator import charts
 from zeromem.operator.dashboard import dashboard_figures
 
-OUTCOME_COLORS = {"succeeded": "#38a169", "failed": "#e53e3e", "skipped": "#a0aec0"}
+OUTCOME_COLORS = {RunStatus.SUCCEEDED: "#38a169", RunStatus.FAILED: "#e53e3e", RunStatus.SKIPPED: "#a0aec0"}
 
 
 def _require(request: HttpRequest, permission: str) -> None:

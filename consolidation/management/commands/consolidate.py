@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from consolidation.jobs.clustering import clustering_dry_run, clustering_run_now
 from consolidation.models import RunTrigger
-from zeromem.models import Memory, Tenant
+from zeromem.models import Memory, MemoryState, MemoryType, Tenant
 
 
 class Command(BaseCommand):
@@ -26,26 +26,30 @@ class Command(BaseCommand):
         targets = self._targets(options["tenant"], options["user"])
         summary = {"users": 0, "clusters": 0, "merged": 0, "created": 0, "joined": 0}
         for tenant_id, user_id in tqdm(targets, desc="users", unit="user", file=self.stderr._out):
+            summary["users"] += 1
             if options["dry_run"]:
-                self._show_plan(tenant_id, user_id, options["force"])
+                planned = self._show_plan(tenant_id, user_id, options["force"])
+                for key in ("clusters", "merged", "created"):
+                    summary[key] += planned[key]
                 continue
             outcome = clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.CLI,
                                          force=options["force"])
             run = outcome.run
-            summary["users"] += 1
             summary["joined"] += outcome.joined
             for key in ("clusters", "merged", "created"):
                 summary[key] += getattr(run, key)
             self.stderr.write(f"{user_id}: run {run.id} {run.status}{' (joined)' if outcome.joined else ''}: "
                               f"{run.reviewed} reviewed, {run.clusters} clusters, {run.merged} merged, "
                               f"{run.created} semantic memories created")
+        verb = ("would be merged", "nothing written (dry run)") if options["dry_run"] else ("merged", "")
         self.stdout.write(f"clustering: {summary['users']} users, {summary['clusters']} clusters, "
-                          f"{summary['merged']} memories merged into {summary['created']} new semantic memories")
+                          f"{summary['merged']} memories {verb[0]} into {summary['created']} new semantic memories"
+                          + (f"; {verb[1]}" if verb[1] else ""))
         if options["json"]:
             self.stdout.write(json.dumps(summary))
 
     def _targets(self, tenant_name: str | None, user_id: str | None) -> list[tuple[int, str]]:
-        memories = Memory.objects.filter(state="raw").exclude(memory_type="semantic")
+        memories = Memory.objects.filter(state=MemoryState.RAW).exclude(memory_type=MemoryType.SEMANTIC)
         if tenant_name:
             tenant = Tenant.objects.filter(name=tenant_name).first()
             if tenant is None:
@@ -58,8 +62,11 @@ class Command(BaseCommand):
             raise CommandError(f"user {user_id!r} has no active memories")
         return targets
 
-    def _show_plan(self, tenant_id: int, user_id: str, force: bool) -> None:
+    def _show_plan(self, tenant_id: int, user_id: str, force: bool) -> dict[str, int]:
+        """Print what a run would merge; the counts the summary adds up (as a run would report them)."""
         plan = clustering_dry_run(tenant_id=tenant_id, user_id=user_id, force=force)
         self.stdout.write(f"{user_id}: {len(plan.loaded.ids)} memories reviewed, {len(plan.merges)} merges")
         for merge in plan.merges[:20]:
             self.stdout.write(f"  {len(merge.members)} → {merge.text[:150]}")
+        return {"clusters": len(plan.merges), "merged": sum(len(m.members) for m in plan.merges),
+                "created": sum(m.base is None for m in plan.merges)}

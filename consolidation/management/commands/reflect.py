@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from consolidation.jobs.reflection import reflection_run_now
-from consolidation.models import RunTrigger
+from consolidation.models import RunStatus, RunTrigger
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
 from zeromem.models import Tenant
 
@@ -47,7 +47,7 @@ class Command(BaseCommand):
     def _add(totals: dict[str, int], run: Any, joined: bool) -> None:
         totals["runs"] += 1
         totals["joined"] += joined
-        if run.status in ("succeeded", "failed", "skipped"):
+        if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED):
             totals[run.status] += 1
         totals["memories_reviewed"] += run.reviewed
         totals["new_semantic_memories"] += run.created

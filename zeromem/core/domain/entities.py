@@ -14,65 +14,31 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from zeromem.core.domain.text import CAPITALISED_STOP_WORDS, DECIMAL_NUMBER, drop_speaker, word_set
+
 KINDS = ("observation", "decision", "question", "preference", "outcome", "fact", "meta")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Capitalised only because they start a sentence (or chat filler): never entities. Exact case, so
-# "US" and "IT" survive while "Us" and "It" do not.
-_STOP = _words(
-    """
-    I A An The This That These Those It Its We You He She They Me Him Her Us Them My Our Your His
-    Their Mine Yours Ours Theirs Myself Yourself Ourselves Someone Somebody Anyone Anybody Everyone
-    Everybody Nobody Nothing Something Everything Anything There Here
-    Yes No Not Nope Yep Yeah Yup Hey Hi Hello Howdy Bye Goodbye Cheers Oh Ah Aw Aww Ugh Hmm Huh Wow
-    Whoa Yay Oops Haha Lol Omg Congrats Congratulations Thanks Thank Please Sorry Okay Ok OK Sure
-    Great Good Nice Cool Awesome Amazing Wonderful Fantastic Perfect Lovely Glad Happy Sad Fine Right
-    So But And Or Nor Yet If Then Else Because Since Although Though While Unless Until Whether
-    Well Also Just Really Actually Honestly Basically Anyway Anyways Maybe Perhaps Probably Definitely
-    Absolutely Totally Exactly Indeed Still Even Only Once Again Always Never Sometimes Usually Often
-    Now Today Yesterday Tomorrow Tonight Morning Afternoon Evening Night Weekend Later Soon Earlier
-    First Second Third Last Next Finally Meanwhile Otherwise However Besides Instead Plus
-    What When Where Why How Who Whom Whose Which Whatever Whenever Wherever
-    Do Does Did Done Is Are Was Were Be Been Being Am Has Have Had Having Can Could Would Should Will
-    Shall May Might Must Let Lets
-    In On At For With From To By Of As About Into Onto Over Under Through During Without Within
-    After Before Around Between Among Against Per Via Like Unlike Near Off Out Up Down
-    Some Any All Every Each Both Most Many Much More Less Few Several Other Another Such Same Very
-    Went Got Had Made Saw Took Gave Came Felt Thought Started Tried Found Said Told Asked Wanted
-    Make Take Try Check See Look Use Run Add Remove Fix Update Deploy Email Send Call Ask Tell Keep
-    Move Set Get Go Come Give Find Think Know Need Want Love Hate Hope Feel Remember Note Consider
-    Sounds Seems Looks Guess Wish Imagine Wait Stop Start Read Write Open Close Bring Show
-    Ping Remind Schedule Book Create Delete Install Restart Merge Push Pull Review Ship Test Rename
-    Refactor Investigate Follow Reply Share Buy Pick Drop Cancel Confirm Verify Ensure Avoid Turn
-    Mr Mrs Ms Dr Prof Sir Madam
-    User Assistant System Human Bot Summary Todo TODO FYI BTW LOL OMG ASAP PS TBH IMO IMHO TLDR
-    Error Warning Info Edit Re Fwd Subject Update Result Status Answer Question Reason Example Tip
-    """
-)
 # Dates are values, not things a memory is about.
-_MONTH_WORDS = _words(
+_MONTH_WORDS = word_set(
     """
     January February March April May June July August September October November December
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec
     """
 )
-_DATE_WORDS = _MONTH_WORDS | _words(
+_DATE_WORDS = _MONTH_WORDS | word_set(
     """
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday Mondays Tuesdays Wednesdays Thursdays
     Fridays Saturdays Sundays Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun
     """
 )
-_NOT_NAMES = _STOP | _DATE_WORDS
+_NOT_NAMES = CAPITALISED_STOP_WORDS | _DATE_WORDS
 # Shouted stop words are dropped too ("I LOVE THIS SO MUCH"), except these real acronyms.
-_ACRONYMS = _words("US IT WHO")
+_ACRONYMS = word_set("US IT WHO")
 # Lowercase particles inside names: "Museum of Modern Art", "Vincent van Gogh".
-_CONNECTORS = _words("of de van von der den da del du di la le")
+_CONNECTORS = word_set("of de van von der den da del du di la le")
 
-_FILE_EXTENSIONS = _words(
+_FILE_EXTENSIONS = word_set(
     """
     py pyi ipynb js mjs cjs ts tsx jsx json jsonl yaml yml toml ini cfg conf env md mdx rst txt csv tsv
     html htm css scss sass less sql sh bash zsh fish ps1 bat go rs java kt kts scala rb php c h cc
@@ -81,10 +47,10 @@ _FILE_EXTENSIONS = _words(
     db sqlite sqlite3 pem crt key j2 jinja dockerfile
     """
 )
-_DOTFILES = _words("env gitignore gitattributes dockerignore editorconfig bashrc zshrc profile npmrc")
+_DOTFILES = word_set("env gitignore gitattributes dockerignore editorconfig bashrc zshrc profile npmrc")
 
 # Unit words compare case-insensitively; short symbols do not, or "5G" would become "5 g".
-_UNIT_WORDS = _words(
+_UNIT_WORDS = word_set(
     """
     bytes byte bits milliseconds millisecond seconds second minutes minute hours hour days day weeks
     week months month years year yrs decades kilometers kilometres kilometer kilometre meters metres
@@ -94,7 +60,7 @@ _UNIT_WORDS = _words(
     files lines retries attempts steps epochs pages dollars euros bucks usd eur gbp
     """
 )
-_UNIT_SYMBOLS = _words(
+_UNIT_SYMBOLS = word_set(
     """
     B KB MB GB TB PB KiB MiB GiB TiB kB kb mb gb tb Kb Mb Gb MB/s GB/s Gbps Mbps Kbps kbps
     ns µs ms s sec secs min mins h hr hrs m km cm mm mi km/h mph kph kg mg lb lbs oz ft
@@ -109,7 +75,7 @@ def _alternation(options: frozenset[str]) -> str:
 
 
 _UNITS = rf"(?i:{_alternation(_UNIT_WORDS)})|{_alternation(_UNIT_SYMBOLS)}"
-_NUMBER = r"\d+(?:,\d{3})*(?:\.\d+)?"
+_NUMBER = DECIMAL_NUMBER.pattern
 _MONTHS = _alternation(_MONTH_WORDS)
 
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)
@@ -145,7 +111,6 @@ _POSSESSIVE = re.compile(r"['’]s$")
 _APOSTROPHE = re.compile(r"['’]")
 
 # classify_kind cues.
-_SPEAKER = re.compile(r"^[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}:\s+")
 _QUESTION_END = re.compile(r"\?[\s!?.\"'’”)\]]*$")
 _QUESTION_START = re.compile(
     r"^(?:(?:what|when|where|why|how|who|whom|whose|which)(?:['’]s|\s+(?:is|are|was|were|do|does|did|can"
@@ -382,7 +347,7 @@ _KIND_RULES: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
 def classify_kind(text: str) -> str:
     """One of KINDS, from simple cue rules; "observation" when nothing more specific applies."""
     text = text.strip()
-    body = _SPEAKER.sub("", text, count=1)  # "Melanie: Do you ...?" is asked by Melanie
+    body = drop_speaker(text)  # "Melanie: Do you ...?" is asked by Melanie
     for kind, applies in _KIND_RULES:
         if applies(text, body):
             return kind

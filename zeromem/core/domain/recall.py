@@ -7,25 +7,18 @@ fit whole is skipped, the next one may still fit), so one huge memory cannot cov
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from zeromem.core.domain.text import QUERY_STOP_WORDS, plain_words
+
 BUDGET_CHARS = 2000
 Key = TypeVar("Key", bound=Hashable)
-_PUNCT = re.compile(r"[^\w\s]")
-STOPWORDS = frozenset([
-    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
-    "was", "were", "be", "been", "being", "it", "its", "this", "that", "these", "those", "as", "i", "you", "he",
-    "she", "we", "they", "my", "your", "his", "her", "our", "their", "me", "him", "them", "us", "do", "did", "does",
-    "have", "has", "had", "not", "no", "so", "if", "then", "than", "too", "very", "can", "will", "would", "should",
-    "could", "into", "about", "over", "after", "before", "up", "down", "out", "just", "also",
-])
 
 
 def content_words(text: str) -> list[str]:
-    return [w for w in _PUNCT.sub(" ", text.lower()).split() if w not in STOPWORDS]
+    return [w for w in plain_words(text) if w not in QUERY_STOP_WORDS]
 
 
 def within_budget(lengths: Sequence[int], budget: int = BUDGET_CHARS) -> list[int]:

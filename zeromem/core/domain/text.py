@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import re
 
+
+def word_set(text: str) -> frozenset[str]:
+    """The whitespace-separated words of a text: long word lists are written as one string."""
+    return frozenset(text.split())
+
+
 # --- stop words ----------------------------------------------------------------------------------------------
 
 # Lower-case words too common to tell two sentences apart: merging's redundancy check and stems.
@@ -33,7 +39,7 @@ STATEMENT_STOP_WORDS = STOP_WORDS | _FUNCTION_WORDS | frozenset([
 ])
 # Exact case, for names (entities): capitalised only because they start a sentence (or chat filler), never
 # entities — so "US" and "IT" survive while "Us" and "It" do not.
-CAPITALISED_STOP_WORDS = frozenset("""
+CAPITALISED_STOP_WORDS = word_set("""
     I A An The This That These Those It Its We You He She They Me Him Her Us Them My Our Your His
     Their Mine Yours Ours Theirs Myself Yourself Ourselves Someone Somebody Anyone Anybody Everyone
     Everybody Nobody Nothing Something Everything Anything There Here
@@ -60,7 +66,7 @@ CAPITALISED_STOP_WORDS = frozenset("""
     Mr Mrs Ms Dr Prof Sir Madam
     User Assistant System Human Bot Summary Todo TODO FYI BTW LOL OMG ASAP PS TBH IMO IMHO TLDR
     Error Warning Info Edit Re Fwd Subject Update Result Status Answer Question Reason Example Tip
-""".split())
+""")
 
 # --- numbers -------------------------------------------------------------------------------------------------
 

@@ -58,9 +58,11 @@ EXPECTED_API: dict[tuple[str, str], dict[str, int]] = {
     ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "own": 202},
     ("POST", "memories/<memory_id>/feedback"): {"other_tenant": 404, "own": 200},
 }
-# Everything else in the URL configuration. /metrics takes the metrics token, never an API key.
+# Everything else in the URL configuration. /metrics takes the metrics token, never an API key. /healthz is
+# public on purpose (load balancers, container healthchecks): it says only whether the database and broker answer.
 EXPECTED_OTHER: dict[str, dict[str, int]] = {
     "metrics": {"none": 401, "malformed": 401, "revoked": 401, "other_tenant": 401, "own": 200},
+    "healthz": {"none": 200, "malformed": 200, "revoked": 200, "other_tenant": 200, "own": 200},
 }
 ADMIN_ANONYMOUS = 302  # anonymous and non-staff users are sent to the login page
 ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200,

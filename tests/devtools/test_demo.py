@@ -1,0 +1,43 @@
+"""`make demo` can be run again: each run shows its own results, and the previous demo key is replaced."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from zeromem.devtools import demo
+from zeromem.models import ApiKey
+
+KEY = re.compile(r"zm_[\w-]+")
+
+
+def run_demo() -> str:
+    lines: list[str] = []
+    demo.demo_run(say=lines.append)
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def bundled_sample(monkeypatch):
+    monkeypatch.setattr(demo.locomo, "available", lambda: False)  # the small bundled conversation, not LoCoMo
+
+
+@pytest.mark.django_db
+def test_a_second_demo_run_shows_the_same_results_as_the_first(bundled_sample):
+    first, second = run_demo(), run_demo()
+
+    assert "stored 7 new memories" in first and "stored 7 new memories" in second
+    assert "Erased the previous demo run" in second and "previous demo key is revoked" in second
+    first_lines, second_lines = (KEY.sub("<key>", text).replace("; the previous demo key is revoked", "")
+                                 .split("\n") for text in (first, second))
+    assert [line for line in second_lines if not line.startswith("Erased")] == first_lines
+
+
+@pytest.mark.django_db
+def test_only_the_latest_demo_key_is_valid(bundled_sample):
+    run_demo()
+    run_demo()
+
+    keys = ApiKey.objects.filter(tenant__name="demo", name="demo")
+    assert keys.count() == 2 and keys.filter(revoked_at__isnull=True).count() == 1
