@@ -67,6 +67,11 @@ class ConsolidationRun(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True, default="")
     result = models.JSONField(default=dict, blank=True)
+    # Lifts the recency window, thresholds and the current-session rule (never the claim). A forced request that
+    # meets the same job unforced upgrades it while pending, or sets `forced_follow_up` while it runs: when it
+    # finishes, a forced run of the same job follows (consolidation.runs). A force is never silently lost.
+    force = models.BooleanField(default=False)
+    forced_follow_up = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(name="run_scope", fields=["tenant", "user_id", "created_at"])]
@@ -189,6 +194,7 @@ class Canary(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "canaries"
         indexes = [models.Index(name="canary_scope", fields=["tenant", "user_id"])]
 
     def __str__(self) -> str:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -26,6 +27,12 @@ from django.utils import timezone
 
 from consolidation.models import ACTIVE_STATUSES, MEMORY_RUN_KINDS, ConsolidationRun, RunKind, RunStatus
 from zeromem.core.events import event_emit
+from zeromem.core.tasks import enqueue_on_commit
+
+# The registered names of the run tasks (consolidation.tasks), sent by name so nothing here imports them.
+RUN_TASKS = {RunKind.CLUSTERING: "consolidation.clustering_run", RunKind.REFLECTION: "consolidation.reflection_run"}
+
+logger = logging.getLogger(__name__)
 
 # Key of `ConsolidationRun.result`, true while the run's last stop (a failure, or a release for a retry) was an
 # unavailable LLM: what the tasks retry on. run_finish and run_release set or clear it with the error they record.
@@ -69,19 +76,33 @@ def active_run(*, tenant_id: int, user_id: str, kind: str = RunKind.CLUSTERING) 
 
 
 def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity_id: str | None = None,
-                namespace: str | None = None) -> tuple[ConsolidationRun, bool]:
-    """A new pending run (True), or the user's active run that blocks it (False)."""
+                namespace: str | None = None, force: bool = False) -> tuple[ConsolidationRun, bool]:
+    """A new pending run (True), or the user's active run that blocks it (False). A forced request that meets
+    the same job unforced keeps its force (`run_force`)."""
     while True:
         try:
             with transaction.atomic():
                 run = ConsolidationRun.objects.create(tenant_id=tenant_id, user_id=user_id, kind=kind,
-                                                      trigger=trigger, entity_id=entity_id, namespace=namespace)
+                                                      trigger=trigger, entity_id=entity_id, namespace=namespace,
+                                                      force=force)
             return run, True
         except IntegrityError:
             existing = active_run(tenant_id=tenant_id, user_id=user_id, kind=kind)
             if existing is not None:
+                if force and same_job(existing, kind, entity_id, namespace):
+                    existing = run_force(existing)
                 return existing, False
             # The blocking run finished between our insert and our read: try again.
+
+
+def run_force(run: ConsolidationRun) -> ConsolidationRun:
+    """Give an active run a forced request's force: upgraded while still pending (conditional UPDATE, so a worker
+    claiming it at the same moment either sees the force or has already started unforced), else marked so that
+    a forced run of the same job follows it when it finishes (`run_finish`)."""
+    unforced = ConsolidationRun.objects.filter(pk=run.pk, force=False)
+    if not unforced.filter(status=RunStatus.PENDING).update(force=True):
+        unforced.filter(status=RunStatus.RUNNING).update(forced_follow_up=True)
+    return ConsolidationRun.objects.get(pk=run.pk)
 
 
 def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) -> ConsolidationRun | None:
@@ -119,10 +140,39 @@ def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
         if not finished:
             return ConsolidationRun.objects.get(pk=run_id)
         run = _mark_llm_unavailable(run_id, llm_unavailable)
+        if run.forced_follow_up:
+            _follow_up(run)
+        _log_summary(run)
         event_emit(event="consolidation.run_completed", tenant_id=run.tenant_id, data={
             "run_id": str(run.id), "kind": run.kind, "user_id": run.user_id, "status": status,
             "clusters": run.clusters, "merged": run.merged, "created": run.created})
     return run
+
+
+def _log_summary(run: ConsolidationRun) -> None:
+    took = (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else 0.0
+    scope = run.user_id + (f"/{run.entity_id}" if run.entity_id else "")
+    logger.info("%s run %s %s for tenant %s user %s%s: %d reviewed, %d clusters, %d merged, %d created, "
+                "%d superseded, %d archived, %d deleted, %d LLM calls in %.1f s%s", run.kind, run.id, run.status,
+                run.tenant_id, scope, " (forced)" if run.force else "", run.reviewed, run.clusters, run.merged,
+                run.created, run.superseded, run.archived, run.deleted, run.llm_calls, took,
+                f"; error: {run.error[:200]}" if run.error else "")
+
+
+def _follow_up(run: ConsolidationRun) -> None:
+    """The forced run a forced request asked for while `run` worked unforced; enqueued after commit. Inside the
+    finishing transaction, so no other run takes the user's slot in between."""
+    try:
+        with transaction.atomic():
+            follow_up = ConsolidationRun.objects.create(
+                tenant_id=run.tenant_id, user_id=run.user_id, kind=run.kind, trigger=run.trigger,
+                entity_id=run.entity_id, namespace=run.namespace, force=True, result={"follows": str(run.id)})
+    except IntegrityError:  # a run of another job got in first: it is forced when it is the same job
+        blocking = active_run(tenant_id=run.tenant_id, user_id=run.user_id, kind=run.kind)
+        if blocking is not None and same_job(blocking, run.kind, run.entity_id, run.namespace):
+            run_force(blocking)
+        return
+    enqueue_on_commit(RUN_TASKS[RunKind(run.kind)], run_id=str(follow_up.id))
 
 
 def run_release(*, run_id: uuid.UUID, worker: str, reason: str, llm_unavailable: bool = False) -> bool:
@@ -143,13 +193,15 @@ def run_progress(*, run_id: uuid.UUID, **values: Any) -> None:
     run.save(update_fields=["result"])
 
 
-def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25,
+def run_wait(*, run_id: uuid.UUID, timeout: float, poll: float = 0.25, until_claimed: bool = False,
              sleep: Callable[[float], None] = time.sleep) -> ConsolidationRun:
-    """The run once it is no longer active, or as it is when `timeout` runs out."""
+    """The run once it is no longer active (`until_claimed`: no longer pending), or as it is when `timeout` runs
+    out."""
+    waiting = {RunStatus.PENDING} if until_claimed else set(ACTIVE_STATUSES)
     deadline = time.monotonic() + timeout
     while True:
         run = ConsolidationRun.objects.get(pk=run_id)
-        if run.status not in ACTIVE_STATUSES or time.monotonic() >= deadline:
+        if run.status not in waiting or time.monotonic() >= deadline:
             return run
         sleep(poll)
 
@@ -167,10 +219,12 @@ class RunOutcome:
 
 def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
                    execute: Callable[[ConsolidationRun, str], ConsolidationRun], entity_id: str | None = None,
-                   namespace: str | None = None, wait_seconds: float = 3600) -> RunOutcome:
+                   namespace: str | None = None, wait_seconds: float = 3600, force: bool = False) -> RunOutcome:
     """Run a job for one user in this process (CLI, admin, a per-user task): claim a run, or join one.
+    `execute` reads the run's `force` (ours, or the joined run's after `run_force`).
 
     1. request a run; if the user's active run is the same job (kind and scope), wait for it and report it;
+       a forced request that joined an unforced running run waits for the forced run that follows it;
     2. if it is another job (the other kind, another entity), wait for it to end, then request again;
     3. claim and execute.
     """
@@ -178,8 +232,8 @@ def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
     worker = worker_name()
     while True:
         run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=kind, trigger=trigger,
-                                   entity_id=entity_id, namespace=namespace)
-        if not created and not _same_job(run, kind, entity_id, namespace):
+                                   entity_id=entity_id, namespace=namespace, force=force)
+        if not created and not same_job(run, kind, entity_id, namespace):
             run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
             if time.monotonic() >= deadline:
                 return RunOutcome(run, True)
@@ -188,10 +242,13 @@ def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
         claimed = run_start(run_id=run.id, worker=worker)
         if claimed is not None:
             return RunOutcome(execute(claimed, worker), False)
-        return RunOutcome(run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic())), True)
+        joined = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
+        if force and not joined.force and joined.status not in ACTIVE_STATUSES and time.monotonic() < deadline:
+            continue  # it ran unforced: the forced run that follows it is ours to run or to join
+        return RunOutcome(joined, True)
 
 
-def _same_job(run: ConsolidationRun, kind: str, entity_id: str | None, namespace: str | None) -> bool:
+def same_job(run: ConsolidationRun, kind: str, entity_id: str | None, namespace: str | None) -> bool:
     if run.kind != kind:
         return False
     return kind != RunKind.REFLECTION or (run.entity_id, run.namespace) == (entity_id, namespace)

@@ -10,10 +10,13 @@ from typing import Any, Self
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import Count, F, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from consolidation.domain.clustering import Item
+from consolidation.models import ConsolidationRun
+from zeromem.core.selectors import keyset_page
 from zeromem.models import Memory, MemoryKind, MemorySource, MemoryState, MemoryType, Tenant
 
 EPISODIC_TYPES = (MemoryType.EPISODIC, MemoryType.WORKING)
@@ -181,10 +184,24 @@ def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | N
     for name, value in (("tenant_id", tenant_id), ("user_id", user_id), ("entity_id", entity_id)):
         if value is not None:
             rows = rows.filter(**{name: value})
+    if not force:
+        rows = _outside_current_session(rows)
     counted = (rows.values("tenant_id", "user_id", "entity_id", "namespace").annotate(n=Count("id"))
                .filter(n__gte=min(entity_min, user_min)).order_by("tenant_id", "user_id", "entity_id", "namespace"))
     return [ReflectionScope(r["tenant_id"], r["user_id"], r["entity_id"], r["namespace"]) for r in counted
             if r["n"] >= (entity_min if r["entity_id"] else user_min)]
+
+
+def _outside_current_session(rows: QuerySet[Memory]) -> QuerySet[Memory]:
+    """Drop each user's current-session episodes (as `reflection_candidates` does for one user), set-based: the
+    session of the user's newest episode, or its UTC day when it has no session_id, by a correlated subquery."""
+    newest = (Memory.objects.filter(tenant_id=OuterRef("tenant_id"), user_id=OuterRef("user_id"))
+              .exclude(memory_type=MemoryType.SEMANTIC).order_by("-created_at"))
+    rows = rows.annotate(current_session=Subquery(newest.values("session_id")[:1]),
+                         current_day=Subquery(newest.annotate(day=TruncDate("created_at")).values("day")[:1]))
+    in_current = (Q(current_session__isnull=False, session_id=F("current_session"))
+                  | Q(current_session__isnull=True, session_id__isnull=True, created_at__date=F("current_day")))
+    return rows.exclude(Q(memory_type__in=EPISODIC_TYPES) & in_current)
 
 
 def entity_users(*, tenant_id: int, entity_id: str, namespace: str) -> list[str]:
@@ -249,3 +266,23 @@ def consolidation_lag(tenant_id: int | None = None) -> list[tuple[int, str, floa
              round(max(0.0, (now - row["oldest"]).total_seconds() / 3600 - windows[row["tenant_id"]]), 3))
             for row in rows]
     return sorted(lags, key=lambda lag: -lag[2])
+
+
+# --- runs ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunFilter:
+    tenant_id: int
+    user_id: str | None = None
+    entity_id: str | None = None
+    kind: str | None = None
+    status: str | None = None
+
+
+def runs_page(*, scope: RunFilter, cursor: str | None, limit: int) -> tuple[list[ConsolidationRun], str | None]:
+    """A tenant's runs, newest first, keyset-paginated like memories (stable while runs are added)."""
+    runs = ConsolidationRun.objects.filter(tenant_id=scope.tenant_id)
+    for name in ("user_id", "entity_id", "kind", "status"):
+        if getattr(scope, name) is not None:
+            runs = runs.filter(**{name: getattr(scope, name)})
+    return keyset_page(runs, cursor=cursor, limit=limit)

@@ -38,7 +38,7 @@ def clustering_run_task(*, run_id: str) -> str:
     run = run_start(run_id=uuid.UUID(run_id), worker=worker)
     if run is None:
         return "done or held by a live worker"  # a redelivered message finds its run finished
-    return clustering_execute(run=run, worker=worker).status
+    return clustering_execute(run=run, worker=worker, force=run.force).status
 
 
 @shared_task(name="consolidation.reflection_run", bind=True, soft_time_limit=3000, time_limit=3300,
@@ -51,7 +51,7 @@ def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
     if run is None:
         return "done or held by a live worker"
     try:
-        return reflection_execute(run=run, worker=worker, force=force).status
+        return reflection_execute(run=run, worker=worker, force=force or run.force).status
     except LLMUnavailable as exc:
         if self.request.retries >= self.max_retries:
             run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED,

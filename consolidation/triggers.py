@@ -6,19 +6,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation.models import ConsolidationRun, RunKind, RunStatus, SessionEnd
-from consolidation.runs import run_request, run_wait
+from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger, SessionEnd
+from consolidation.runs import RUN_TASKS, run_request, run_wait
 from consolidation.selectors import ReflectionScope
 from zeromem.core.tasks import enqueue_on_commit, send_task
 
 # The names `consolidation.tasks` registers; queued messages and beat rows refer to them, so they never change.
-CLUSTERING_RUN = "consolidation.clustering_run"
-REFLECTION_RUN = "consolidation.reflection_run"
+CLUSTERING_RUN = RUN_TASKS[RunKind.CLUSTERING]
+REFLECTION_RUN = RUN_TASKS[RunKind.REFLECTION]
 LIFECYCLE_RUN = "consolidation.lifecycle_run"
 CONSOLIDATION_PASS = "consolidation.consolidation_pass"
 TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS)
@@ -50,27 +52,45 @@ class RunBusy(Exception):
 def reflection_trigger(*, scope: ReflectionScope, trigger: str, force: bool = False) -> tuple[ConsolidationRun, bool]:
     """Request a reflection run and enqueue its task after commit; (the user's active run, False) when blocked."""
     run, created = run_request(tenant_id=scope.tenant_id, user_id=scope.user_id, kind=RunKind.REFLECTION,
-                               trigger=trigger, entity_id=scope.entity_id, namespace=scope.namespace)
+                               trigger=trigger, entity_id=scope.entity_id, namespace=scope.namespace, force=force)
     if created:
-        enqueue_on_commit(REFLECTION_RUN, run_id=str(run.id), force=force)
+        enqueue_on_commit(REFLECTION_RUN, run_id=str(run.id))
     return run, created
+
+
+# A run no worker has claimed this long after it was requested is answered at once (202 + its id), not after
+# the whole wait: no worker is running, or all are busy.
+CLAIM_WAIT_SECONDS = 2.0
 
 
 def reflection_request(*, scope: ReflectionScope, trigger: str, wait_seconds: float,
                        force: bool = False) -> ConsolidationRun:
     """Reflect a scope now (API): start a run, or join the one already reflecting this scope, and wait for it up
-    to `wait_seconds`; the run comes back as it is then (still active past the wait). Raises RunBusy when
-    another job holds the user's memories for the whole wait."""
+    to `wait_seconds`; the run comes back as it is then (still active past the wait, or still pending when no
+    worker claimed it within CLAIM_WAIT_SECONDS). A forced request that joined an unforced run waits for the
+    forced run that follows it. Raises RunBusy when another job holds the user's memories for the whole wait."""
     deadline = time.monotonic() + wait_seconds
     while True:
         run, created = reflection_trigger(scope=scope, trigger=trigger, force=force)
         blocked = not created and (run.kind, run.entity_id, run.namespace) != (
             RunKind.REFLECTION, scope.entity_id, scope.namespace)
-        run = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
-        if not blocked:
+        run = _wait_claimed_then_done(run, deadline)
+        if run.status == RunStatus.PENDING and not blocked:
+            return run  # nobody claimed it: the caller answers with its id instead of waiting
+        if not blocked and not (force and not run.force and run.status not in ACTIVE_STATUSES):
             return run
         if time.monotonic() >= deadline:
-            raise RunBusy(run)
+            if blocked:
+                raise RunBusy(run)
+            return run
+
+
+def _wait_claimed_then_done(run: ConsolidationRun, deadline: float) -> ConsolidationRun:
+    claim_deadline = min(deadline, time.monotonic() + CLAIM_WAIT_SECONDS)
+    run = run_wait(run_id=run.id, timeout=max(0.0, claim_deadline - time.monotonic()), until_claimed=True)
+    if run.status == RunStatus.PENDING:
+        return run
+    return run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
 
 
 def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str) -> tuple[int, int]:
@@ -79,12 +99,24 @@ def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str
     return sum(created), len(created) - sum(created)
 
 
-def session_end(*, tenant_id: int, user_id: str, session_id: str) -> bool:
-    """Record the end of a session and, the first time only, enqueue a consolidation pass after commit."""
-    _, created = SessionEnd.objects.get_or_create(tenant_id=tenant_id, user_id=user_id, session_id=session_id)
-    if created:
+@dataclass(frozen=True)
+class SessionEnded:
+    queued: bool  # False: this session had already ended, nothing new was enqueued
+    run_ids: tuple[uuid.UUID, ...]  # the forced clustering run the pass does first (reflection runs follow it)
+
+
+def session_end(*, tenant_id: int, user_id: str, session_id: str) -> SessionEnded:
+    """Record the end of a session and, the first time only, request the pass's forced clustering run (or give
+    the user's active clustering run the force) and enqueue the consolidation pass after commit; the pass runs
+    that clustering run, then reflects each entity that has become eligible."""
+    with transaction.atomic():
+        _, created = SessionEnd.objects.get_or_create(tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+        if not created:
+            return SessionEnded(queued=False, run_ids=())
+        run, _ = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING,
+                             trigger=RunTrigger.SESSION_END, force=True)
         enqueue_on_commit(CONSOLIDATION_PASS, tenant_id=tenant_id, user_id=user_id)
-    return created
+    return SessionEnded(queued=True, run_ids=(run.id,) if run.kind == RunKind.CLUSTERING else ())
 
 
 STALE_AFTER = timedelta(minutes=10)

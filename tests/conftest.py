@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from zeromem.celery import app
 from zeromem.core import services
 from zeromem.models import Tenant
 
@@ -91,8 +92,6 @@ def anonymous_api(db: None) -> Iterator[ApiClient]:
 @pytest.fixture
 def eager() -> Iterator[None]:
     """Celery tasks run in the process that enqueues them (after commit)."""
-    from zeromem.celery import app
-
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False
@@ -115,6 +114,9 @@ def worker(settings: Any, tmp_path: Any, worker_env: dict[str, str]) -> Iterator
                                     "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
                                     "--without-mingle"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     process.log = log  # type: ignore[attr-defined]
+    # Ready once it answers a ping: requests that wait only briefly for a worker to claim their run (POST /reflect)
+    # must not race its start-up.
+    assert wait_until(lambda: bool(app.control.ping(timeout=0.5)) or process.poll() is not None), log.read_text()
     yield process
     process.terminate()
     try:

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_celery_beat",
+    "ninja",  # django-ninja's own Swagger UI template and static files: /docs loads nothing from a CDN
     "zeromem",
     "consolidation",
     "profiles",
@@ -192,6 +193,10 @@ ZEROMEMORY_MAX_BATCH = env_int("ZEROMEMORY_MAX_BATCH", 1000, minimum=1, maximum=
 ZEROMEMORY_SEARCH_VECTOR_WEIGHT = env_float("ZEROMEMORY_SEARCH_VECTOR_WEIGHT", 0.5, minimum=0.0, maximum=1.0)
 # BM25 length normalisation (b): 0 ignores length, 1 divides fully by it.
 ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0.0, maximum=1.0)
+# Hits scored at or below this are not returned. At the default 0 that drops exactly the hits that share no word
+# with the query and point away from it (cosine <= 0): noise that filled the top k, not answers. A higher floor
+# also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
+ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
 ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
 
 # --- Celery ----------------------------------------------------------------------------------------------

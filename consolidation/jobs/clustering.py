@@ -312,8 +312,8 @@ def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: boo
                        progress: Progress | None = None, wait_seconds: float = 3600) -> RunOutcome:
     """Cluster one user in this process (CLI, admin), or join the clustering run already under way."""
     return run_in_process(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger,
-                          wait_seconds=wait_seconds,
-                          execute=lambda run, worker: clustering_execute(run=run, worker=worker, force=force,
+                          wait_seconds=wait_seconds, force=force,
+                          execute=lambda run, worker: clustering_execute(run=run, worker=worker, force=run.force,
                                                                          progress=progress))
 
 

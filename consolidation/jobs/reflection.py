@@ -507,8 +507,8 @@ def reflection_run_now(*, scope: ReflectionScope, trigger: str, force: bool = Fa
     """Reflect one scope in this process, or join the same reflection already under way."""
     return run_in_process(
         tenant_id=scope.tenant_id, user_id=scope.user_id, kind=RunKind.REFLECTION, trigger=trigger,
-        entity_id=scope.entity_id, namespace=scope.namespace, wait_seconds=wait_seconds,
-        execute=lambda run, worker: reflection_execute_or_fail(run=run, worker=worker, force=force,
+        entity_id=scope.entity_id, namespace=scope.namespace, wait_seconds=wait_seconds, force=force,
+        execute=lambda run, worker: reflection_execute_or_fail(run=run, worker=worker, force=run.force,
                                                                progress=progress))
 
 

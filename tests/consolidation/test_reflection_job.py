@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from consolidation.jobs.reflection import reflection_model, reflection_run_now
 from consolidation.models import ConsolidationRun
@@ -39,13 +40,23 @@ def test_nine_inputs_are_not_eligible_ten_are_and_reflected_ones_stop_counting(t
     assert scopes(tenant) == []
 
 
-def test_users_need_fifty_inputs_without_an_entity(tenant):
+def test_users_need_fifty_inputs_without_an_entity_outside_the_current_session(tenant):
     items = [services.MemoryInput(content=f"Deploy note number {i} about the billing-api.", user_id="u9",
-                                  session_id=f"s{i}") for i in range(50)]
-    services.memories_ingest(tenant_id=tenant.id, items=items[:49])
-    assert scopes(tenant) == []
-    services.memories_ingest(tenant_id=tenant.id, items=items[49:])
+                                  session_id=f"s{i}", created_at=timezone.now() - timedelta(minutes=60 - i))
+             for i in range(51)]
+    services.memories_ingest(tenant_id=tenant.id, items=items[:50])
+    assert scopes(tenant) == []  # the newest is the current session: 49 a run would take
+    services.memories_ingest(tenant_id=tenant.id, items=items[50:])
     assert scopes(tenant) == [("u9", None, "global")]
+
+
+def test_an_entity_whose_inputs_are_all_in_the_current_session_is_not_eligible_unless_forced(tenant):
+    services.memories_ingest(tenant_id=tenant.id, items=[
+        services.MemoryInput(content=f"Alice note {i}: she plans a trip to Lisbon.", user_id="u1", entity_id="alice",
+                             session_id="today") for i in range(12)])
+    assert scopes(tenant) == []
+    assert [(s.user_id, s.entity_id) for s in reflection_eligible_scopes(tenant_id=tenant.id, force=True)] == [
+        ("u1", "alice")]
 
 
 def test_semantic_memories_from_clustering_count_until_reflected(tenant):

@@ -115,3 +115,13 @@ def test_search_endpoint_answers_ranked_results(api):
                                   {"query": "x", "states": ["deleted"]}, {"query": "x", "unknown": 1}])
 def test_bad_search_input_is_422(api, body):
     assert api.post("/search", body).status_code == 422
+
+
+def test_a_tenant_wide_search_returns_no_hit_that_shares_nothing_with_the_query(tenant, settings):
+    settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT = 0.0  # words only: every vector-pool hit without a word scores 0
+    ingest(tenant, CONVERSATION, user="u1")
+    ingest(tenant, CONVERSATION, user="u2")
+
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query="Which pottery class?", top_k=10)
+
+    assert len(hits) == 2 and all("pottery" in hit.memory.content and hit.score > 0 for hit in hits)

@@ -19,7 +19,7 @@ from consolidation.corrections.erasure import memories_erase, memory_correct, sc
 from consolidation.corrections.feedback import memory_feedback
 from consolidation.jobs.reflection import reflection_answer
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger
-from consolidation.selectors import reflection_scope_resolve
+from consolidation.selectors import RunFilter, reflection_scope_resolve, runs_page
 from consolidation.triggers import reflection_request, session_end
 from profiles.selectors import context_build, profile_get
 from zeromem.api.errors import ApiError, BadRequest, Conflict, ErrorShapedApi, NotFound
@@ -43,6 +43,8 @@ from zeromem.api.schemas import (
     ReflectQuery,
     RunAcceptedOut,
     RunOut,
+    RunsPageOut,
+    RunsQuery,
     SearchIn,
     SearchOut,
     SessionEndIn,
@@ -202,6 +204,15 @@ def reflect(request: HttpRequest, payload: ReflectIn, options: Query[ReflectQuer
     return Status(200, reflection_answer(run))
 
 
+@router.get("/runs", response=RunsPageOut)
+def runs_list(request: HttpRequest, filters: Query[RunsQuery]) -> dict[str, Any]:
+    """The tenant's runs, newest first: follow what a session end, a reflect request or the schedules started."""
+    scope = RunFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
+                      kind=filters.kind, status=filters.status)
+    page, next_cursor = runs_page(scope=scope, cursor=filters.cursor, limit=filters.limit)
+    return {"runs": [run_json(run) for run in page], "next_cursor": next_cursor}
+
+
 @router.get("/runs/{run_id}", response=RunOut)
 def run_read(request: HttpRequest, run_id: uuid.UUID) -> dict[str, Any]:
     run = ConsolidationRun.objects.filter(tenant_id=tenant_id(request), id=run_id).first()
@@ -239,8 +250,9 @@ def forget(request: HttpRequest, payload: ForgetIn) -> dict[str, Any]:
 
 @router.post("/sessions/{session_id}/end", response={202: SessionEndOut})
 def session_end_view(request: HttpRequest, path: Path[SessionPath], payload: SessionEndIn) -> Status[dict[str, Any]]:
-    queued = session_end(tenant_id=tenant_id(request), user_id=payload.user_id, session_id=path.session_id)
-    return Status(202, {"session_id": path.session_id, "user_id": payload.user_id, "queued": queued})
+    ended = session_end(tenant_id=tenant_id(request), user_id=payload.user_id, session_id=path.session_id)
+    return Status(202, {"session_id": path.session_id, "user_id": payload.user_id, "queued": ended.queued,
+                        "run_ids": list(ended.run_ids)})
 
 
 api.add_router("/", router)

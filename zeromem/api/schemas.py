@@ -83,7 +83,7 @@ class MemoryIn(Strict):
     entities: list[str] | None = Field(None, max_length=100)
     tags: list[str] = Field(default_factory=list, max_length=50)
     window: str | None = OptionalName
-    importance: float | None = Field(None, ge=0.0, le=1.0)
+    importance: float | None = Field(None, ge=0.0, le=1.0, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
 
@@ -197,7 +197,7 @@ class SearchIn(Strict):
     namespace: str | None = None
     memory_types: list[Literal["episodic", "working", "semantic"]] | None = None
     states: list[Literal["raw", "consolidated", "archived"]] = Field(default_factory=lambda: ["raw"])  # type: ignore[arg-type]
-    top_k: int = Field(10, ge=1, le=100)
+    top_k: int = Field(10, ge=1, le=100, strict=True)
 
 
 class HitOut(Schema):
@@ -221,7 +221,7 @@ class CorrectIn(Strict):
 
 
 class FeedbackIn(Strict):
-    useful: bool
+    useful: bool = Field(..., strict=True)
 
 
 class FeedbackOut(Schema):
@@ -258,7 +258,7 @@ class ContextIn(Strict):
     user_id: str = Name
     entity_id: str | None = OptionalName
     namespace: str = Field("global", min_length=1, max_length=100)
-    budget_chars: int = Field(2000, ge=100, le=50_000)
+    budget_chars: int = Field(2000, ge=100, le=50_000, strict=True)
 
 
 class ContextMemoryOut(Schema):
@@ -283,7 +283,8 @@ class ReflectIn(Strict):
     entity_id: str | None = OptionalName
     user_id: str | None = OptionalName
     namespace: str = Field("global", min_length=1, max_length=100)
-    force: bool = False  # also reflect the current session (the default keeps it for the agent, verbatim)
+    # Also reflect the current session (the default keeps it for the agent, verbatim).
+    force: bool = Field(False, strict=True)
 
     @model_validator(mode="after")
     def names_a_scope(self) -> ReflectIn:
@@ -332,6 +333,20 @@ class RunOut(Schema):
     result: dict[str, Any] | None
 
 
+class RunsQuery(Strict):
+    user_id: str | None = OptionalName
+    entity_id: str | None = OptionalName
+    kind: Literal["clustering", "reflection", "lifecycle"] | None = None
+    status: Literal["pending", "running", "succeeded", "failed", "skipped"] | None = None
+    cursor: str | None = Field(None, max_length=500)
+    limit: int = Field(50, ge=1, le=200)
+
+
+class RunsPageOut(Schema):
+    runs: list[RunOut]
+    next_cursor: str | None
+
+
 # --- erasure and sessions ------------------------------------------------------------------------------------
 
 class ForgetIn(Strict):
@@ -366,4 +381,6 @@ class SessionEndIn(Strict):
 class SessionEndOut(Schema):
     session_id: str
     user_id: str
-    queued: bool
+    queued: bool = Field(description="False when this session had already ended: nothing new was enqueued")
+    run_ids: list[uuid.UUID] = Field(description="the forced clustering run the consolidation pass does first; "
+                                                 "its reflection runs follow (GET /runs?user_id=…)")

@@ -170,7 +170,7 @@ def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10) -> list
     ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
                   vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
                   length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
-    return _hits(ranked)
+    return _hits([r for r in ranked if r.score > settings.ZEROMEMORY_SEARCH_MIN_SCORE])
 
 
 def _hits(ranked: list[Ranked]) -> list[SearchHit]:
@@ -185,8 +185,9 @@ class InvalidCursor(ValueError):
     pass
 
 
-def encode_cursor(memory: Memory) -> str:
-    raw = f"{memory.created_at.isoformat()}|{memory.id}"
+def encode_cursor(row: Any) -> str:
+    """The position after `row` (anything with `created_at` and `id`) in a newest-first keyset page."""
+    raw = f"{row.created_at.isoformat()}|{row.id}"
     return base64.urlsafe_b64encode(raw.encode()).decode()
 
 
@@ -200,10 +201,15 @@ def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
 
 def memories_page(*, scope: MemoryFilter, cursor: str | None, limit: int) -> tuple[list[Memory], str | None]:
     """Newest first, keyset-paginated on (created_at, id) so pages stay stable while memories arrive."""
-    queryset = memories_filter(scope).order_by("-created_at", "-id")
+    return keyset_page(memories_filter(scope), cursor=cursor, limit=limit)
+
+
+def keyset_page(queryset: QuerySet[Any], *, cursor: str | None, limit: int) -> tuple[list[Any], str | None]:
+    """Newest first on (created_at, id), `limit` rows after the cursor, and the cursor of the next page."""
+    queryset = queryset.order_by("-created_at", "-id")
     if cursor:
-        created, memory_id = decode_cursor(cursor)
-        queryset = queryset.filter(created_at__lte=created).exclude(created_at=created, id__gte=memory_id)
+        created, row_id = decode_cursor(cursor)
+        queryset = queryset.filter(created_at__lte=created).exclude(created_at=created, id__gte=row_id)
     page = list(queryset[:limit + 1])
     more = len(page) > limit
     page = page[:limit]

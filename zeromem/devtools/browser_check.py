@@ -1,29 +1,36 @@
 """`make browser-check`: the operator pages rendered once in a real headless Chromium (Debian's package), with
 screenshots under var/browser-check/. Not part of `make test` (it needs the chromium package).
 
-A throwaway database gets the demo scenario (ingest, clustering, reflection); a local WSGI server, started
-here and stopped after, serves the admin and its static files with a staff session cookie injected into each
-request, so Chromium needs no login form. Nothing is fetched from the internet.
+A throwaway database gets the demo scenario (ingest, clustering, reflection). gunicorn serves it as in production
+(`zeromem.wsgi`, the static files collected into a STATIC_ROOT and served by WhiteNoise, no test static handler);
+Chromium reaches it through a small local proxy that adds a staff session cookie to each request, so it needs no
+login form (headless Chromium takes no cookie on its command line). Everything started here is stopped after.
+Nothing is fetched from the internet.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.util import is_hop_by_hop
 
+import httpx
 from django.contrib.auth.models import User
-from django.contrib.staticfiles.handlers import StaticFilesHandler
-from django.core.wsgi import get_wsgi_application
 from django.test import Client
+
+from zeromem.devservices import free_port
+from zeromem.devtools.proof.processes import child_env, gunicorn, run_once
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 
@@ -58,15 +65,54 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @contextmanager
-def serve_as(session_key: str) -> Iterator[str]:
-    """The project's WSGI app on 127.0.0.1 with the staff session cookie added to every request."""
-    app = StaticFilesHandler(get_wsgi_application())
+def production_server(logs: Path) -> Iterator[str]:
+    """gunicorn on this database, static files collected into a temporary STATIC_ROOT and served by WhiteNoise."""
+    logs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="zm-static-") as static_root:
+        env = child_env(ZEROMEMORY_STATIC_ROOT=static_root)
+        if run_once([sys.executable, "manage.py", "collectstatic", "--noinput"], env, logs / "collectstatic.log",
+                    timeout=300) != 0:
+            raise RuntimeError(f"collectstatic failed: see {logs / 'collectstatic.log'}")
+        port = free_port()
+        server = gunicorn(env, logs / "gunicorn.log", port=port).start()
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_answering(base, server.running)
+            yield base
+        finally:
+            server.stop()
 
-    def with_session(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        environ["HTTP_COOKIE"] = f"sessionid={session_key}"
-        return app(environ, start_response)
 
-    server = make_server("127.0.0.1", 0, with_session, server_class=_ThreadingServer, handler_class=_QuietHandler)
+def _wait_answering(base: str, running: Callable[[], bool], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and running():
+        try:
+            httpx.get(f"{base}/admin/login/", timeout=5, trust_env=False)
+            return
+        except httpx.TransportError:
+            time.sleep(0.3)
+    raise RuntimeError(f"gunicorn did not answer at {base}")
+
+
+@contextmanager
+def serve_as(session_key: str, upstream: str) -> Iterator[str]:
+    """A local proxy in front of `upstream` that adds the staff session cookie to every request."""
+    client = httpx.Client(base_url=upstream, trust_env=False, timeout=60)
+
+    def forward(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        query = environ.get("QUERY_STRING", "")
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = {"Cookie": f"sessionid={session_key}", "Accept": environ.get("HTTP_ACCEPT", "*/*"),
+                   **({"Content-Type": environ["CONTENT_TYPE"]} if environ.get("CONTENT_TYPE") else {})}
+        answer = client.request(environ["REQUEST_METHOD"], environ["PATH_INFO"] + (f"?{query}" if query else ""),
+                                content=body, headers=headers)
+        # httpx has already decoded the body: its length and encoding headers no longer apply.
+        start_response(f"{answer.status_code} {answer.reason_phrase}",
+                       [(name, value) for name, value in answer.headers.items()
+                        if not is_hop_by_hop(name) and name.lower() not in {"content-encoding", "content-length"}])
+        return [answer.content]
+
+    server = make_server("127.0.0.1", 0, forward, server_class=_ThreadingServer, handler_class=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -74,6 +120,7 @@ def serve_as(session_key: str) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+        client.close()
 
 
 def staff_session() -> str:
@@ -92,7 +139,8 @@ def _chromium(binary: str, profile: str, *args: str) -> subprocess.CompletedProc
 def screenshot_pages(pages: list[Page], *, out: Path, binary: str, say: Callable[[str], None]) -> list[Shot]:
     out.mkdir(parents=True, exist_ok=True)
     shots = []
-    with serve_as(staff_session()) as base, tempfile.TemporaryDirectory(prefix="zm-chromium-") as profile:
+    with production_server(out) as upstream, serve_as(staff_session(), upstream) as base, \
+            tempfile.TemporaryDirectory(prefix="zm-chromium-") as profile:
         for page in pages:
             target = out / f"{page.name}.png"
             target.unlink(missing_ok=True)

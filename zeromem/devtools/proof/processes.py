@@ -1,5 +1,6 @@
-"""Real processes for proofs and tests: a Celery worker that can be killed -9 and restarted, the broker restarted
-in place, gunicorn. Each runs in its own session (process group) so a kill takes its children with it."""
+"""Real processes for proofs, tests and `manage.py dev`: a Celery worker that can be killed -9 and restarted, the
+broker restarted in place, gunicorn, one-shot commands. Each runs in its own session (process group) so a kill
+takes its children with it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
+
+import psutil
+from django.db import connection
 
 from zeromem.devservices import EmbeddedValkey
 
@@ -20,8 +25,6 @@ ROOT = Path(__file__).resolve().parents[3]  # the checkout
 
 def current_database_url() -> str:
     """DATABASE_URL pointing at the database this process uses (under pytest: the test database)."""
-    from django.db import connection
-
     url = urlsplit(os.environ["DATABASE_URL"])
     return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
 
@@ -31,18 +34,40 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 class Managed:
-    """A subprocess in its own process group, with its stderr in a log file."""
+    """A subprocess in its own process group, with its stderr (and, with `stdout_to_log`, its stdout) in a log
+    file. The program is looked up on the PATH of `env`."""
 
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.args, self.env, self.log = args, env, log
+    def __init__(self, args: list[str], env: dict[str, str], log: Path, *, stdout_to_log: bool = False) -> None:
+        self.args, self.env, self.log, self.stdout_to_log = args, env, log, stdout_to_log
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
 
     def start(self) -> Managed:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log.open("ab")
-        self.proc = subprocess.Popen(self.args, env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(self.args, env=self.env, cwd=ROOT,
+                                     stdout=self._log_file if self.stdout_to_log else subprocess.DEVNULL,
                                      stderr=self._log_file, start_new_session=True)
         return self
+
+    @property
+    def pid(self) -> int | None:
+        """The process group leader's pid, which is also the group id."""
+        return self.proc.pid if self.proc is not None else None
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit status, or None when it still runs after `timeout` seconds (its group is then killed)."""
+        if self._reap(timeout):
+            return self.proc.returncode if self.proc is not None else None
+        self.kill9()
+        return None
+
+    def terminate(self) -> None:
+        """SIGTERM to the whole group, without waiting (see stop_all)."""
+        self._signal(signal.SIGTERM)
 
     def kill9(self) -> None:
         """What a crashed machine does: no cleanup, no acknowledgement, children included."""
@@ -77,6 +102,22 @@ class Managed:
         self.stop()
 
 
+def stop_all(processes: Iterable[Managed]) -> None:
+    """SIGTERM every group first, then wait for each (SIGKILL after 30 s): the shutdowns overlap."""
+    started = [process for process in processes if process.proc is not None]
+    for process in started:
+        process.terminate()
+    for process in started:
+        if not process._reap(30):
+            process.kill9()
+
+
+def run_once(args: list[str], env: dict[str, str], log: Path, *, timeout: float) -> int | None:
+    """A one-shot command (a migrate, a healthcheck) in its own process group: its exit status, or None when it
+    was still running after `timeout` seconds and was killed with its children."""
+    return Managed(args, env, log, stdout_to_log=True).start().wait(timeout)
+
+
 def celery_worker(env: dict[str, str], log: Path, *, pool: str = "prefork", concurrency: int = 1) -> Managed:
     return Managed([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", pool, "--concurrency",
                     str(concurrency), "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
@@ -92,9 +133,6 @@ def gunicorn(env: dict[str, str], log: Path, *, port: int, workers: int = 2, thr
 def broker_restart(redis_url: str) -> None:
     """Stop the embedded Valkey listening on the broker's port and start it again (same port, same var dir).
     It keeps nothing on disk: queued messages are gone, as after a real broker crash without persistence."""
-    import psutil
-
-
     port = int(urlsplit(redis_url).port or 0)
     pid = next(c.pid for c in psutil.net_connections(kind="tcp")
                if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid)

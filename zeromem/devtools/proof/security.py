@@ -53,6 +53,7 @@ EXPECTED_API: dict[tuple[str, str], dict[str, int]] = {
     ("GET", "profile"): {"other_tenant": 404, "own": 200},
     ("POST", "reflect"): {"other_tenant": 404, "own": 202},
     ("GET", "runs/<run_id>"): {"other_tenant": 404, "own": 200},
+    ("GET", "runs"): {"other_tenant": 200, "own": 200},  # another tenant's list holds only its own runs
     ("POST", "context"): {"other_tenant": 200, "own": 200},
     ("POST", "forget"): {"other_tenant": 200, "own": 200},
     ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "own": 202},

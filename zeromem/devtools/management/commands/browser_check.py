@@ -13,7 +13,8 @@ from zeromem.devtools.demo import demo_run
 
 class Command(BaseCommand):
     help = ("Render the operator pages (admin index, dashboard, review queue, a run) once in headless Chromium on "
-            "a throwaway database with the demo scenario; screenshots under var/browser-check/.")
+            "a throwaway database with the demo scenario, served by gunicorn with WhiteNoise as in production; "
+            "screenshots and the server's log under var/browser-check/.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true")

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from zeromem.devtools.proof.deployment import prove_deployment
 from zeromem.devtools.proof.resilience import prove_resilience
 from zeromem.devtools.proof.security import prove_security
 
 
 class Command(BaseCommand):
     help = ("Proofs on their own throwaway database. `prove security`: authorization matrix, hostile input, rate "
-            "limit. With --json the last stdout line is one JSON object.")
+            "limit. `prove resilience`: crashes, overlaps, faults, load. `prove deployment`: docker-compose.yml's "
+            "own commands against embedded services. With --json the last stdout line is one JSON object.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="which", required=True)
@@ -23,22 +27,53 @@ class Command(BaseCommand):
         resilience.add_argument("--quick", action="store_true", help="a short version (inside make test)")
         resilience.add_argument("--rounds", type=int, default=None,
                                 help="crash rounds per kind (clustering, reflection); default 20, quick 1")
+        resilience.add_argument("--overlap-only", type=int, default=0, metavar="N",
+                                help="only the overlapping-triggers check, N times in a row (its repeatability)")
         resilience.add_argument("--json", action="store_true")
+        deployment = sub.add_parser("deployment", help="docker-compose.yml's migrate, web, worker and beat, checked")
+        deployment.add_argument("--quick", action="store_true",
+                                help="one gunicorn worker, shorter waits, no down-healthcheck round (the test suite)")
+        deployment.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "security":
             self._security(options)
         elif which == "resilience":
             self._resilience(options)
+        elif which == "deployment":
+            self._deployment(options)
+
+    def _deployment(self, options: dict[str, Any]) -> None:
+        if os.environ.get("ZEROMEM_EMBEDDED") != "1":
+            raise CommandError("prove deployment creates and drops a database and runs a worker on the broker: it "
+                               "runs only on the embedded services (unset DATABASE_URL and REDIS_URL)")
+        report = prove_deployment(quick=options["quick"], logs=settings.BASE_DIR / "var" / "prove-deployment",
+                                  say=self.stderr.write)
+        result = report.as_json()
+        for note in result["notes"]:
+            self.stderr.write(f"  ! {note}")
+        rows = [("compose services, in order", " → ".join(result["services"]), "migrate first"),
+                ("collectstatic (Dockerfile line)", result["collectstatic_ok"], "true"),
+                ("migrate exit 0", result["migrate_ok"], "true"), ("beat schedules", result["schedules"], "> 0"),
+                ("admin CSS/JS via gunicorn", f"{result['static_ok']} ({result['static_assets']})", "true"),
+                ("/healthz", result["health_ok"], "true"), ("beat dispatched", result["beat_dispatched"], "true"),
+                ("session end → run succeeded", result["worker_processed"], "true"),
+                ("/docs with nothing off-machine", result["docs_offline"], "true"),
+                ("compose healthchecks pass", result["healthchecks_ok"], "true"),
+                ("... and fail with services down", result["healthchecks_fail_when_down"], "true (full form)"),
+                ("processes left", result["processes_left"], "0"), ("failures", result["failures"], "0")]
+        self.stdout.write(f"{'check':<34}{'result':>28}  target")
+        for name, value, target in rows:
+            self.stdout.write(f"{name:<34}{str(value):>28}  {target}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _resilience(self, options: dict[str, Any]) -> None:
-        from django.conf import settings
-
-
         quick = options["quick"]
         report = prove_resilience(rounds=options["rounds"] or (1 if quick else 20),
                                   load_requests=300 if quick else 6000, load_seconds=60 if quick else 600,
-                                  logs=settings.BASE_DIR / "var" / "prove-resilience", say=self.stderr.write)
+                                  logs=settings.BASE_DIR / "var" / "prove-resilience", say=self.stderr.write,
+                                  overlap_only=options["overlap_only"])
         result = report.as_json()
         rows = [("crash rounds (killed mid-run)", f"{result['crash_rounds']} ({result['killed_mid_run']})", "≥ 40"),
                 ("lost", result["lost"], "0"), ("duplicated", result["duplicated"], "0"),
