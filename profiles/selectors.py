@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from profiles.models import MemoryProfile
 from zeromem.core.selectors import MemoryFilter, SearchHit, memories_search
 
@@ -42,7 +44,8 @@ def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
 
     items = _profile_lines(profile, take, int(budget_chars * PROFILE_SHARE)) if profile else []
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
-                                              namespace=namespace), query=query, top_k=top_k)
+                                              namespace=namespace), query=query, top_k=top_k,
+                            min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
     taken = [hit for hit in hits if take(f"- [{hit.memory.created_at.date().isoformat()}] {hit.memory.content}",
                                          budget_chars)]
     return Context(text="\n".join(lines), profile=profile, profile_items=items, hits=taken)

@@ -6,11 +6,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
+from tests.factories import DAY
 from zeromem.celery import app
 from zeromem.core import services
 from zeromem.models import Tenant
@@ -36,6 +39,19 @@ def events() -> Iterator[list[dict[str, Any]]]:
     memory_event.connect(receiver)
     yield seen
     memory_event.disconnect(receiver)
+
+
+@pytest.fixture
+def now() -> datetime:
+    """One timestamp per test, read once as it starts: every age in the test counts back from it, so no time is
+    read at import and two memories "3 days old" are exactly as old as each other."""
+    return timezone.now()
+
+
+@pytest.fixture
+def three_days_ago(now: datetime) -> datetime:
+    """Old enough for any clustering: outside the recency window and before the user's current session."""
+    return now - 3 * DAY
 
 
 @pytest.fixture

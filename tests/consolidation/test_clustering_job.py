@@ -5,29 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import timedelta
 
 import pytest
 from django.db import transaction
-from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import LeaseLost, run_fence, run_request, run_start
 from tests.conftest import subprocess_database_url
-from zeromem.core import services
+from tests.factories import DAY, HOUR, MINUTE, ingest, ingest_clusterable
 from zeromem.models import Memory, MemorySource
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
-
-DAYS_AGO = timezone.now() - timedelta(days=3)
-
-
-def add(tenant, content, *, entities=("Redis", "billing-api"), session="s1", created_at=DAYS_AGO, user="u1",
-        **extra):
-    item = services.MemoryInput(content=content, user_id=user, session_id=session, entities=list(entities),
-                                created_at=created_at, **extra)
-    return services.memories_ingest(tenant_id=tenant.id, items=[item]).ids[0]
 
 
 def cluster_members(tenant):
@@ -46,9 +35,10 @@ def assert_nothing_lost_or_duplicated(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cluster_becomes_one_semantic_memory_citing_every_member(tenant, events):
-    ids = [add(tenant, f"The billing-api Redis cache hit its limit, day {i}.") for i in range(3)]
-    add(tenant, "Lunch was great.", entities=(), session="s2", created_at=DAYS_AGO + timedelta(hours=1))
+def test_a_cluster_becomes_one_semantic_memory_citing_every_member(tenant, events, three_days_ago):
+    ids = ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(3)],
+                             created_at=three_days_ago)
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
     outcome = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     assert outcome.run.status == "succeeded" and not outcome.joined
     assert (outcome.run.clusters, outcome.run.merged, outcome.run.created) == (1, 3, 1)
@@ -64,9 +54,10 @@ def test_a_cluster_becomes_one_semantic_memory_citing_every_member(tenant, event
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_never_touches_the_current_session_unless_forced(tenant):
-    add(tenant, "Old note about billing-api and Redis.", created_at=DAYS_AGO - timedelta(days=1))
-    current = [add(tenant, f"Current session billing-api Redis {i}.", session="s9") for i in range(2)]
+def test_it_never_touches_the_current_session_unless_forced(tenant, three_days_ago):
+    ingest_clusterable(tenant, "Old note about billing-api and Redis.", created_at=three_days_ago - DAY)
+    current = ingest_clusterable(tenant, [f"Current session billing-api Redis {i}." for i in range(2)],
+                                 session="s9", created_at=three_days_ago)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     assert run.reviewed == 1 and run.clusters == 0
     assert set(Memory.objects.filter(id__in=current).values_list("state", flat=True)) == {"raw"}
@@ -75,12 +66,12 @@ def test_it_never_touches_the_current_session_unless_forced(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_never_touches_memories_inside_the_recency_window_unless_forced(tenant):
+def test_it_never_touches_memories_inside_the_recency_window_unless_forced(tenant, now, three_days_ago):
     tenant.overrides = {"recency_window_hours": 24}
     tenant.save()
-    add(tenant, "Old note about billing-api and Redis.")
-    recent = add(tenant, "Fresh billing-api Redis note.", session="s2", created_at=timezone.now() - timedelta(hours=20))
-    add(tenant, "Current session.", entities=(), session="s3", created_at=timezone.now() - timedelta(hours=1))
+    ingest_clusterable(tenant, "Old note about billing-api and Redis.", created_at=three_days_ago)
+    recent = ingest_clusterable(tenant, "Fresh billing-api Redis note.", session="s2", created_at=now - 20 * HOUR)[0]
+    ingest(tenant, "Current session.", entities=(), session="s3", created_at=now - HOUR)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     assert run.reviewed == 1 and Memory.objects.get(id=recent).state == "raw"
     tenant.overrides = {"recency_window_hours": 12}
@@ -89,14 +80,15 @@ def test_it_never_touches_memories_inside_the_recency_window_unless_forced(tenan
 
 
 @pytest.mark.django_db(transaction=True)
-def test_new_episodes_fold_into_the_existing_semantic_memory(tenant):
-    for i in range(2):
-        add(tenant, f"billing-api Redis eviction storm number {i}.")
-    add(tenant, "Current session.", entities=(), session="s1b", created_at=DAYS_AGO + timedelta(minutes=1))
+def test_new_episodes_fold_into_the_existing_semantic_memory(tenant, three_days_ago):
+    ingest_clusterable(tenant, [f"billing-api Redis eviction storm number {i}." for i in range(2)],
+                       created_at=three_days_ago)
+    ingest(tenant, "Current session.", entities=(), session="s1b", created_at=three_days_ago + MINUTE)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
-    late = add(tenant, "billing-api Redis eviction storm again.", session="s2")
-    add(tenant, "Unrelated newer thing.", entities=(), session="s3", created_at=DAYS_AGO + timedelta(days=1))
+    late = ingest_clusterable(tenant, "billing-api Redis eviction storm again.", session="s2",
+                              created_at=three_days_ago)[0]
+    ingest(tenant, "Unrelated newer thing.", entities=(), session="s3", created_at=three_days_ago + DAY)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     assert run.created == 0 and run.merged == 1
     assert Memory.objects.filter(tenant=tenant, memory_type="semantic").count() == 1
@@ -106,45 +98,43 @@ def test_new_episodes_fold_into_the_existing_semantic_memory(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_no_cluster_spans_namespaces_windows_or_entity_ids(tenant):
+def test_no_cluster_spans_namespaces_windows_or_entity_ids(tenant, three_days_ago):
     for namespace in ("a", "b"):
-        add(tenant, f"billing-api Redis in {namespace}.", namespace=namespace)
+        ingest_clusterable(tenant, f"billing-api Redis in {namespace}.", namespace=namespace,
+                           created_at=three_days_ago)
     for window in ("w1", "w2"):
-        add(tenant, f"billing-api Redis during {window}.", window=window)
+        ingest_clusterable(tenant, f"billing-api Redis during {window}.", window=window, created_at=three_days_ago)
     for entity in ("alice", "bob"):
-        add(tenant, f"billing-api Redis for {entity}.", entity_id=entity)
+        ingest_clusterable(tenant, f"billing-api Redis for {entity}.", entity_id=entity, created_at=three_days_ago)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
     assert run.clusters == 0 and not Memory.objects.filter(memory_type="semantic").exists()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_memory_without_an_embedding_still_clusters_by_entities(tenant):
-    ids = [services.memories_ingest(tenant_id=tenant.id, embed=False, items=[services.MemoryInput(
-        content=f"Postgres pgvector upgrade step {i}", user_id="u1", session_id="s1", created_at=DAYS_AGO,
-        entities=["Postgres", "pgvector"])]).ids[0] for i in range(2)]
+def test_a_memory_without_an_embedding_still_clusters_by_entities(tenant, three_days_ago):
+    ids = ingest_clusterable(tenant, [f"Postgres pgvector upgrade step {i}" for i in range(2)], embed=False,
+                             entities=("Postgres", "pgvector"), created_at=three_days_ago)
     assert not Memory.objects.filter(id__in=ids, embedding__isnull=False).exists()
     assert clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run.merged == 2
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_expired_lease_is_taken_over_and_a_live_one_is_not(tenant):
+def test_an_expired_lease_is_taken_over_and_a_live_one_is_not(tenant, now):
     run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")
-    assert run_start(run_id=run.id, worker="w1") is not None
-    assert run_start(run_id=run.id, worker="w2") is None  # w1's lease is live
-    later = timezone.now() + timedelta(minutes=10)
-    assert run_start(run_id=run.id, worker="w2", now=later).worker == "w2"
+    assert run_start(run_id=run.id, worker="w1", now=now) is not None
+    assert run_start(run_id=run.id, worker="w2", now=now) is None  # w1's lease is live
+    assert run_start(run_id=run.id, worker="w2", now=now + 10 * MINUTE).worker == "w2"  # w1's lease ran out
     with pytest.raises(LeaseLost), transaction.atomic():
         run_fence(run_id=run.id, worker="w1")  # w1 lost it: its writes abort
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_redelivered_task_finds_its_run_done_and_returns(tenant):
+def test_a_redelivered_task_finds_its_run_done_and_returns(tenant, three_days_ago):
     from consolidation.tasks import clustering_run_task
     from consolidation.triggers import clustering_trigger
 
-    for i in range(2):
-        add(tenant, f"billing-api Redis outage {i}.")
-    add(tenant, "The current session.", entities=(), session="s2", created_at=DAYS_AGO + timedelta(hours=1))
+    ingest_clusterable(tenant, [f"billing-api Redis outage {i}." for i in range(2)], created_at=three_days_ago)
+    ingest(tenant, "The current session.", entities=(), session="s2", created_at=three_days_ago + HOUR)
     with transaction.atomic():
         run_id, created = clustering_trigger(tenant_id=tenant.id, user_id="u1", trigger="beat")
     assert created
@@ -178,10 +168,10 @@ def test_no_event_for_a_rolled_back_transaction(tenant, events):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant):
+def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant, three_days_ago):
     for topic in range(15):
-        for i in range(3):
-            add(tenant, f"Topic {topic}: note {i}.", entities=(f"svc-{topic}", f"db-{topic}"))
+        ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
+                           entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
     env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
            "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99"}  # entities only
     command = [sys.executable, "manage.py", "consolidate", "--tenant", tenant.name, "--user", "u1", "--force"]
@@ -197,10 +187,11 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, settings):
+def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, settings,
+                                                                                      three_days_ago):
     settings.ZEROMEMORY_MERGED_MAX_CHARS = 200
-    for i in range(10):
-        add(tenant, f"Migration step {i}: moved table t{i} with {i * 1000} rows from the billing-api Redis cache.")
+    ingest_clusterable(tenant, [f"Migration step {i}: moved table t{i} with {i * 1000} rows from the billing-api "
+                                f"Redis cache." for i in range(10)], created_at=three_days_ago)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
     semantic = Memory.objects.filter(tenant=tenant, memory_type="semantic")
     assert run.merged == 10 and semantic.count() > 1

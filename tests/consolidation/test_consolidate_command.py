@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from zeromem.core import services
+from tests.factories import REDIS_BILLING, ingest
 from zeromem.models import Memory
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
@@ -23,9 +23,7 @@ def consolidate(*flags: str) -> dict[str, int]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_forced_dry_run_counts_the_clusters_it_lists_and_writes_nothing(tenant):
-    services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=f"The billing-api Redis cache hit its limit, day {i}.", user_id="u1",
-                             entities=["Redis", "billing-api"]) for i in range(3)])
+    ingest(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(3)], entities=REDIS_BILLING)
 
     planned = consolidate("--dry-run", "--force")
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.utils import timezone
 
 from consolidation.domain.contradictions import COMPATIBLE, CONTRADICTS, SUPERSEDE, Statement, judge
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import LedgerEntry
-from zeromem.core import services
+from tests.factories import DAY, MINUTE, ingest_one
 from zeromem.models import Memory, MemoryRelation
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -51,17 +50,11 @@ def test_a_changed_name_without_an_update_cue_is_flagged_not_superseded():
                    "The on-call engineer this week is Omar Haddad.") == CONTRADICTS
 
 
-def say(tenant, text, days_ago, session):
-    return services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content=text, user_id="u1", session_id=session,
-        created_at=timezone.now() - timedelta(days=days_ago))]).ids[0]
-
-
 @pytest.mark.django_db(transaction=True)
-def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_event(tenant, events):
-    old = say(tenant, "Max retries for the payment worker is 3.", 60, "a")
-    new = say(tenant, "We bumped payment worker max retries to 8.", 5, "b")
-    say(tenant, "Good morning!", 0, "today")
+def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_event(tenant, events, now):
+    old = ingest_one(tenant, "Max retries for the payment worker is 3.", session="a", created_at=now - 60 * DAY)
+    new = ingest_one(tenant, "We bumped payment worker max retries to 8.", session="b", created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     stale = Memory.objects.get(id=old)
     assert run.superseded == 1
@@ -73,12 +66,11 @@ def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_e
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_flagged_contradiction_leaves_both_active_with_a_ledger_row(tenant):
-    first = say(tenant, "The queue limit is 500 messages.", 10, "a")
-    second = services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content="The queue limit is 800 messages.", user_id="u1", session_id="a2",
-        created_at=Memory.objects.get(id=first).created_at + timedelta(minutes=2))]).ids[0]
-    say(tenant, "Good morning!", 0, "today")
+def test_a_flagged_contradiction_leaves_both_active_with_a_ledger_row(tenant, now):
+    first = ingest_one(tenant, "The queue limit is 500 messages.", session="a", created_at=now - 10 * DAY)
+    second = ingest_one(tenant, "The queue limit is 800 messages.", session="a2",
+                        created_at=now - 10 * DAY + 2 * MINUTE)  # said two minutes later: a contradiction
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     relation = MemoryRelation.objects.get(relation_type="contradicts")
     assert relation.flagged and {relation.from_memory_id, relation.to_memory_id} == {first, second}
@@ -87,10 +79,10 @@ def test_a_flagged_contradiction_leaves_both_active_with_a_ledger_row(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_still_true_statements_are_neither_superseded_nor_archived(tenant):
-    ids = [say(tenant, "The staging cluster has 3 nodes.", 60, "a"),
-           say(tenant, "The production cluster has 12 nodes.", 5, "b")]
-    say(tenant, "Good morning!", 0, "today")
+def test_still_true_statements_are_neither_superseded_nor_archived(tenant, now):
+    ids = [ingest_one(tenant, "The staging cluster has 3 nodes.", session="a", created_at=now - 60 * DAY),
+           ingest_one(tenant, "The production cluster has 12 nodes.", session="b", created_at=now - 5 * DAY)]
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     assert not Memory.objects.filter(id__in=ids, state="archived").exists()
     assert not MemoryRelation.objects.filter(relation_type="supersedes").exists()

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from consolidation.jobs.lifecycle import lifecycle_run_now
 from consolidation.ledger import memory_transition
 from consolidation.models import LedgerEntry
-from zeromem.core import services
+from tests.factories import ingest_one
 from zeromem.models import Memory, MemorySource
 
 pytestmark = [pytest.mark.lifecycle, pytest.mark.usefixtures("hash_embedder")]
@@ -20,11 +20,11 @@ NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
 def add(tenant, *, days_old, importance=0.5, accessed_days_ago=None, text=None, user="u1"):
-    created = NOW - timedelta(days=days_old)
+    """Specific to this file: a memory of a given age and importance (counted back from the fixed NOW the job is
+    run at), optionally last read some days ago."""
     text = text or f"memory {days_old} days old at importance {importance} accessed {accessed_days_ago}"
-    memory_id = services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content=text, user_id=user, session_id=f"s{days_old}", importance=importance,
-        created_at=created)]).ids[0]
+    memory_id = ingest_one(tenant, text, user=user, session=f"s{days_old}", importance=importance,
+                           created_at=NOW - timedelta(days=days_old))
     if accessed_days_ago is not None:
         Memory.objects.filter(id=memory_id).update(last_accessed_at=NOW - timedelta(days=accessed_days_ago))
     return memory_id

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import date, timedelta
 
 import pytest
 from django.core.management import call_command
-from django.utils import timezone
 
 from consolidation.jobs.reflection import reflection_model, reflection_run_now
 from consolidation.models import ConsolidationRun
 from consolidation.schedules import SCHEDULES
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
 from profiles.models import MemoryProfile
-from tests.factories import ingest_entity, use_fake_llm
-from zeromem.core import services
+from tests.factories import MINUTE, ingest, ingest_entity, memory_input, use_fake_llm
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.fake_llm import FakeLLM, Reply
 from zeromem.models import LlmUsage, Memory
@@ -40,20 +37,18 @@ def test_nine_inputs_are_not_eligible_ten_are_and_reflected_ones_stop_counting(t
     assert scopes(tenant) == []
 
 
-def test_users_need_fifty_inputs_without_an_entity_outside_the_current_session(tenant):
-    items = [services.MemoryInput(content=f"Deploy note number {i} about the billing-api.", user_id="u9",
-                                  session_id=f"s{i}", created_at=timezone.now() - timedelta(minutes=60 - i))
-             for i in range(51)]
-    services.memories_ingest(tenant_id=tenant.id, items=items[:50])
+def test_users_need_fifty_inputs_without_an_entity_outside_the_current_session(tenant, now):
+    items = [memory_input(f"Deploy note number {i} about the billing-api.", user="u9", session=f"s{i}",
+                          created_at=now - (60 - i) * MINUTE) for i in range(51)]
+    ingest(tenant, items[:50])
     assert scopes(tenant) == []  # the newest is the current session: 49 a run would take
-    services.memories_ingest(tenant_id=tenant.id, items=items[50:])
+    ingest(tenant, items[50:])
     assert scopes(tenant) == [("u9", None, "global")]
 
 
 def test_an_entity_whose_inputs_are_all_in_the_current_session_is_not_eligible_unless_forced(tenant):
-    services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=f"Alice note {i}: she plans a trip to Lisbon.", user_id="u1", entity_id="alice",
-                             session_id="today") for i in range(12)])
+    ingest(tenant, [f"Alice note {i}: she plans a trip to Lisbon." for i in range(12)], entity_id="alice",
+           session="today")
     assert scopes(tenant) == []
     assert [(s.user_id, s.entity_id) for s in reflection_eligible_scopes(tenant_id=tenant.id, force=True)] == [
         ("u1", "alice")]
@@ -63,9 +58,8 @@ def test_semantic_memories_from_clustering_count_until_reflected(tenant):
     from consolidation.jobs.clustering import clustering_run_now
 
     ingest_entity(tenant, n=9)
-    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content="Alice: I really love hiking in the Alps, we go every summer with my sister Clara!!",
-        user_id="u1", entity_id="alice", session_id="x")])
+    ingest(tenant, "Alice: I really love hiking in the Alps, we go every summer with my sister Clara!!",
+           entity_id="alice", session="x")
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     semantic = Memory.objects.filter(tenant=tenant, memory_type="semantic", state="raw")
     assert semantic.exists()
@@ -88,14 +82,14 @@ def test_model_resolution(tenant, settings, monkeypatch):
     assert reflection_model(tenant) == "openai/gpt-4.1"
 
 
-def test_over_the_monthly_token_budget_reflection_is_skipped(tenant, settings):
+def test_over_the_monthly_token_budget_reflection_is_skipped(tenant, settings, now):
     with FakeLLM() as server:
         use_fake_llm(settings, server)
         tenant.monthly_token_budget = 1000
         tenant.save()
-        LlmUsage.objects.create(tenant=tenant, month=date.today().replace(day=1), purpose="reflection", calls=3,
+        LlmUsage.objects.create(tenant=tenant, month=now.date().replace(day=1), purpose="reflection", calls=3,
                                 prompt_tokens=900, completion_tokens=200)
-        memories = ingest_entity(tenant, n=10)
+        memories = ingest_entity(tenant, n=10, now=now)
         run = reflection_run_now(scope=ReflectionScope(tenant.id, *SCOPE), trigger="cli").run
         assert run.status == "skipped" and "monthly token budget exhausted: 1100 of 1000" in run.error
         assert server.requests == []

@@ -4,17 +4,15 @@ by a forced run of the same job, and an in-process forced request that joined it
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
 
 import pytest
 from django.db import connections
-from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import run_finish, run_request, run_start
 from tests.conftest import wait_until
-from zeromem.core import services
+from tests.factories import ingest_clusterable
 from zeromem.models import Memory, MemoryState
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
@@ -24,13 +22,11 @@ def request(tenant, *, force: bool) -> tuple[ConsolidationRun, bool]:
     return run_request(tenant_id=tenant.id, user_id="u1", kind=RunKind.CLUSTERING, trigger="cli", force=force)
 
 
-def ingest_today_and_older(tenant) -> None:
+def ingest_today_and_older(tenant, *, today, older) -> None:
     """Three clusterable episodes in an old session and three in the current one (only a forced run takes those)."""
-    old = timezone.now() - timedelta(days=3)
-    services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=f"The billing-api Redis cache hit its limit, {when} {i}.", user_id="u1",
-                             session_id=session, entities=["Redis", "billing-api"], created_at=at)
-        for when, session, at in (("old", "s-old", old), ("today", "s-now", None)) for i in range(3)])
+    for when, session, at in (("old", "s-old", older), ("today", "s-now", today)):
+        ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, {when} {i}." for i in range(3)],
+                           session=session, created_at=at)
 
 
 @pytest.mark.django_db
@@ -67,8 +63,9 @@ def test_an_unforced_request_joins_without_changing_the_run(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_forced_cli_run_that_joined_an_unforced_one_consolidates_the_current_session_too(tenant):
-    ingest_today_and_older(tenant)
+def test_a_forced_cli_run_that_joined_an_unforced_one_consolidates_the_current_session_too(tenant, now,
+                                                                                         three_days_ago):
+    ingest_today_and_older(tenant, today=now, older=three_days_ago)
     held, _ = request(tenant, force=False)
     run_start(run_id=held.id, worker="another-worker")  # an unforced run another worker is busy with
     outcome: list = []

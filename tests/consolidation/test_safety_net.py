@@ -3,10 +3,7 @@ run that makes retrieval worse is undone through the ledger and fails with the r
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from consolidation.domain.merging import Chunk
 from consolidation.jobs import clustering as clustering_jobs
@@ -16,14 +13,12 @@ from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import Canary, LedgerEntry
 from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
-from tests.factories import ingest_entity
-from zeromem.core import services
+from tests.factories import REDIS_BILLING, ingest, ingest_entity, memory_input
 from zeromem.core.access import access_flush
 from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
 from zeromem.models import Memory, MemoryRelation, MemorySource
 
 pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]
-OLD = timezone.now() - timedelta(days=3)
 INCIDENTS = [
     "The billing-api Redis cache filled up during the Tuesday deploy; we raised maxmemory to 4gb.",
     "Billing-api Redis evictions spiked after the cache filled up, so the on-call flushed the session keys.",
@@ -33,27 +28,27 @@ INCIDENTS = [
 ]
 
 
-def ingest(tenant, texts, user_id="u1", *, at=OLD, session="s1"):
-    return services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=t, user_id=user_id, session_id=session, created_at=at,
-                             entities=["Redis", "billing-api"] if "Redis" in t else ["Postgres", "orders"])
-        for t in texts]).ids
+def incidents(tenant, texts, *, created_at, user="u1", session="s1"):
+    """Specific to this file (not `ingest_clusterable`): each text gets the entities of the system it is about,
+    Redis/billing-api or Postgres/orders, so the incidents make two clusters."""
+    return ingest(tenant, [memory_input(t, user=user, session=session, created_at=created_at,
+                                        entities=REDIS_BILLING if "Redis" in t else ("Postgres", "orders"))
+                           for t in texts])
 
 
-def with_neighbours(tenant):
+def with_neighbours(tenant, now):
     """Today's memories on the same systems (too recent to cluster): more text than the 2,000-character budget,
     so a merged memory that says nothing useful loses its place in it."""
-    ingest(tenant, [f"Capacity review {i}: billing-api Redis memory, eviction policy and maxmemory looked fine; "
-                    f"orders Postgres replica lag and the vacuum schedule were within limits." for i in range(20)],
-           at=timezone.now(), session="today")
+    incidents(tenant, [f"Capacity review {i}: billing-api Redis memory, eviction policy and maxmemory looked fine; "
+                       f"orders Postgres replica lag and the vacuum schedule were within limits." for i in range(20)],
+              created_at=now, session="today")
 
 
-def alice_neighbours(tenant):
+def alice_neighbours(tenant, now):
     """Another entity's notes on the same topics: more than the budget holds, so lost text shows."""
-    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content=f"Team note {i}: Alice's week: hiking, green tea, the Northwind billing pipeline, the nightly ETL, "
-                f"Sunday runs, violin lessons, PostgreSQL, Dune, staging deploys and pull requests.",
-        user_id="u1", entity_id="team", session_id="team", created_at=timezone.now()) for i in range(20)])
+    ingest(tenant, [f"Team note {i}: Alice's week: hiking, green tea, the Northwind billing pipeline, the nightly ETL, "
+                    f"Sunday runs, violin lessons, PostgreSQL, Dune, staging deploys and pull requests."
+                    for i in range(20)], entity_id="team", session="team", created_at=now)
 
 
 def cluster(tenant):
@@ -93,12 +88,12 @@ def test_a_canary_phrase_is_the_rarest_run_of_words_and_small_talk_has_none():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_merge_is_undone_states_and_links_as_before_and_the_run_fails_with_the_reason(
-        tenant, monkeypatch, events):
-    ingest(tenant, INCIDENTS[:3])
-    with_neighbours(tenant)
+        tenant, monkeypatch, events, now, three_days_ago):
+    incidents(tenant, INCIDENTS[:3], created_at=three_days_ago)
+    with_neighbours(tenant, now)
     assert cluster(tenant).status == "succeeded"  # a good run first
     base = Memory.objects.get(tenant=tenant, memory_type="semantic", state="raw")
-    ingest(tenant, [INCIDENTS[1].replace("on-call", "night on-call"), *INCIDENTS[3:]])
+    incidents(tenant, [INCIDENTS[1].replace("on-call", "night on-call"), *INCIDENTS[3:]], created_at=three_days_ago)
     before = world(tenant)
     events.clear()
 
@@ -122,9 +117,9 @@ def test_a_bad_merge_is_undone_states_and_links_as_before_and_the_run_fails_with
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_good_run_keeps_its_changes_and_the_canary_figures(tenant):
-    ingest(tenant, INCIDENTS)
-    with_neighbours(tenant)
+def test_a_good_run_keeps_its_changes_and_the_canary_figures(tenant, now, three_days_ago):
+    incidents(tenant, INCIDENTS, created_at=three_days_ago)
+    with_neighbours(tenant, now)
     run = cluster(tenant)
     assert run.status == "succeeded" and run.merged >= 4
     canaries = run.result["canaries"]
@@ -135,10 +130,10 @@ def test_a_good_run_keeps_its_changes_and_the_canary_figures(tenant):
 
 @pytest.mark.django_db(transaction=True)
 def test_an_operators_canary_alone_catches_a_bad_merge_and_canaries_record_no_access(
-        tenant, monkeypatch, settings, admin_client):
+        tenant, monkeypatch, settings, admin_client, now, three_days_ago):
     settings.ZEROMEMORY_CANARY_SAMPLE = 0  # only the canary configured in the admin
-    ids = ingest(tenant, INCIDENTS)
-    with_neighbours(tenant)
+    ids = incidents(tenant, INCIDENTS, created_at=three_days_ago)
+    with_neighbours(tenant, now)
     response = admin_client.post("/admin/consolidation/canary/add/", {
         "tenant": tenant.id, "user_id": "u1", "query": "Redis ran out of memory again, fix allkeys-lru",
         "expected_memory_ids": f'["{ids[2]}"]', "active": "on"})
@@ -152,8 +147,8 @@ def test_an_operators_canary_alone_catches_a_bad_merge_and_canaries_record_no_ac
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_admin_refuses_a_canary_expecting_memories_of_another_user(tenant, admin_client):
-    other = ingest(tenant, INCIDENTS[:1], user_id="u2")
+def test_the_admin_refuses_a_canary_expecting_memories_of_another_user(tenant, admin_client, three_days_ago):
+    other = incidents(tenant, INCIDENTS[:1], user="u2", created_at=three_days_ago)
     response = admin_client.post("/admin/consolidation/canary/add/", {
         "tenant": tenant.id, "user_id": "u1", "query": "redis", "expected_memory_ids": f'["{other[0]}"]',
         "active": "on"})
@@ -162,9 +157,9 @@ def test_the_admin_refuses_a_canary_expecting_memories_of_another_user(tenant, a
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, monkeypatch, events):
-    ingest_entity(tenant, n=12)
-    alice_neighbours(tenant)
+def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, monkeypatch, events, now):
+    ingest_entity(tenant, n=12, now=now)
+    alice_neighbours(tenant, now)
     before = world(tenant)
     monkeypatch.setattr(reflection_jobs, "condensed_passages", lambda batch: [])  # summary and insights only
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
@@ -182,9 +177,9 @@ def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, mo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_same_reflection_with_condensed_passages_passes_the_net(tenant):
-    ingest_entity(tenant, n=12)
-    alice_neighbours(tenant)
+def test_the_same_reflection_with_condensed_passages_passes_the_net(tenant, now):
+    ingest_entity(tenant, n=12, now=now)
+    alice_neighbours(tenant, now)
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "succeeded" and not run.result["canaries"]["failed"]
     assert Memory.objects.filter(tenant=tenant, tags__contains=["condensed"], state="raw").exists()

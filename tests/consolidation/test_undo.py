@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from consolidation.corrections.undo import UndoRefused, memory_restore, memory_unmerge
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.ledger import memory_transition
 from consolidation.models import LedgerEntry
-from zeromem.core import services
+from tests.factories import ingest_clusterable
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import Memory, MemoryRelation, MemorySource
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
-OLD = timezone.now() - timedelta(days=3)
-
-
-def ingest(tenant, texts, entities=("Redis", "billing-api")):
-    return services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=t, user_id="u1", session_id="s1", created_at=OLD, entities=list(entities))
-        for t in texts]).ids
 
 
 def snapshot(ids):
@@ -31,16 +21,17 @@ def snapshot(ids):
     return sorted(rows), links
 
 
-def merged(tenant, count=3):
-    ids = ingest(tenant, [f"The billing-api Redis cache filled up, incident {i}." for i in range(count)])
+def merged(tenant, created_at, count=3):
+    ids = ingest_clusterable(tenant, [f"The billing-api Redis cache filled up, incident {i}." for i in range(count)],
+                             created_at=created_at)
     before = snapshot(ids)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     return ids, before, Memory.objects.get(tenant=tenant, memory_type="semantic", state="raw")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_unmerge_restores_every_members_state_and_links_as_before_the_merge(tenant, events):
-    ids, before, semantic = merged(tenant)
+def test_unmerge_restores_every_members_state_and_links_as_before_the_merge(tenant, events, three_days_ago):
+    ids, before, semantic = merged(tenant, three_days_ago)
     assert snapshot(ids) != before
     events.clear()
     result = memory_unmerge(tenant_id=tenant.id, semantic_id=semantic.id, actor="admin:ops")
@@ -55,18 +46,19 @@ def test_unmerge_restores_every_members_state_and_links_as_before_the_merge(tena
 
 
 @pytest.mark.django_db(transaction=True)
-def test_restore_refuses_a_memory_an_unmerge_retracted(tenant):
-    _, _, semantic = merged(tenant)
+def test_restore_refuses_a_memory_an_unmerge_retracted(tenant, three_days_ago):
+    _, _, semantic = merged(tenant, three_days_ago)
     memory_unmerge(tenant_id=tenant.id, semantic_id=semantic.id, actor="admin:ops")
     with pytest.raises(TransitionRefused, match="undo retracted"):
         memory_restore(tenant_id=tenant.id, memory_id=semantic.id, actor="admin:ops")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_restore_brings_a_superseded_memory_back(tenant, events):
-    old, new = ingest(tenant, ["The desk is set to 110 cm.", "The desk is now at 104 cm."], entities=("desk",))
+def test_restore_brings_a_superseded_memory_back(tenant, events, now, three_days_ago):
+    old, new = ingest_clusterable(tenant, ["The desk is set to 110 cm.", "The desk is now at 104 cm."],
+                                  entities=("desk",), created_at=three_days_ago)
     memory_transition(tenant_id=tenant.id, memory_ids=[old], operation="supersede", actor="run:x")
-    Memory.objects.filter(id=old).update(superseded_by=new, valid_to=timezone.now())
+    Memory.objects.filter(id=old).update(superseded_by=new, valid_to=now)
     MemoryRelation.objects.create(tenant=tenant, from_memory_id=new, to_memory_id=old, relation_type="supersedes")
     events.clear()
     restored = memory_restore(tenant_id=tenant.id, memory_id=old, actor="admin:ops")
@@ -77,10 +69,10 @@ def test_restore_brings_a_superseded_memory_back(tenant, events):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_unmerge_is_refused_when_a_later_merge_folded_the_memory(tenant):
-    _, _, semantic = merged(tenant)
+def test_unmerge_is_refused_when_a_later_merge_folded_the_memory(tenant, now, three_days_ago):
+    _, _, semantic = merged(tenant, three_days_ago)
     later = Memory.objects.create(tenant=tenant, user_id="u1", memory_type="semantic", content="higher level",
-                                  content_hash="h", created_at=timezone.now())
+                                  content_hash="h", created_at=now)
     MemorySource.objects.create(memory=later, source=semantic, source_memory_id=semantic.id,
                                 source_content_hash=semantic.content_hash)
     memory_transition(tenant_id=tenant.id, memory_ids=[semantic.id], operation="consolidate", actor="run:y")
@@ -89,8 +81,8 @@ def test_unmerge_is_refused_when_a_later_merge_folded_the_memory(tenant):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_unmerge_is_refused_when_a_source_was_deleted(tenant, events):
-    ids, _, semantic = merged(tenant)
+def test_unmerge_is_refused_when_a_source_was_deleted(tenant, events, three_days_ago):
+    ids, _, semantic = merged(tenant, three_days_ago)
     Memory.objects.filter(id=ids[0]).delete()
     events.clear()
     with pytest.raises(UndoRefused, match="deleted"):

@@ -11,7 +11,7 @@ import pytest
 from django.db import transaction
 
 from tests.conftest import subprocess_database_url, wait_until
-from zeromem.core import services
+from tests.factories import ingest
 from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
 from zeromem.models import Memory
 
@@ -20,8 +20,7 @@ from zeromem.models import Memory
 def test_a_real_worker_embeds_memories_stored_without_vectors(tenant, worker, settings):
     settings.ZEROMEMORY_EMBEDDING_MODEL = "builtin:hash"
     with transaction.atomic():
-        ids = services.memories_ingest(tenant_id=tenant.id, embed=False, items=[
-            services.MemoryInput(content=f"deferred memory {i}", user_id="u1") for i in range(5)]).ids
+        ids = ingest(tenant, [f"deferred memory {i}" for i in range(5)], embed=False)
         enqueue_on_commit(memories_embed_task.name, memory_ids=[str(i) for i in ids])
     assert wait_until(lambda: not Memory.objects.filter(id__in=ids, embedding__isnull=True).exists()), (
         worker.log.read_text())
@@ -53,7 +52,7 @@ def test_beat_starts_with_the_database_scheduler(tmp_path):
     try:
         assert wait_until(lambda: b"DatabaseScheduler: Schedule changed" in log.read_bytes()
                           or b"Writing entries" in log.read_bytes() or b"beat: Starting" in log.read_bytes(), 60)
-        time.sleep(2)
+        time.sleep(2)  # a real beat process: it must still be alive a moment after it started
         assert beat.poll() is None, log.read_text()
         assert b"Traceback" not in log.read_bytes()
     finally:

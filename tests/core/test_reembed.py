@@ -1,15 +1,14 @@
 import pytest
 from django.core.management import call_command
 
-from zeromem.core import services
+from tests.factories import ingest
 from zeromem.models import Memory
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
 
 def test_reembed_fills_missing_vectors_and_all_recomputes_every_one(tenant, capsys):
-    services.memories_ingest(tenant_id=tenant.id, embed=False, items=[
-        services.MemoryInput(content=f"memory {i}", user_id="u1") for i in range(3)])
+    ingest(tenant, [f"memory {i}" for i in range(3)], embed=False)
     call_command("reembed")
     assert not Memory.objects.filter(embedding__isnull=True).exists()
     assert "embedded 3 of 3" in capsys.readouterr().out

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from django.db import connection
-from django.utils import timezone
 
-from zeromem.core import services
+from tests.factories import ingest
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.models import Memory, TermStat, UserSearchStats
 
@@ -21,28 +20,23 @@ CONVERSATION = [
 ]
 
 
-def ingest(tenant, texts, user="u1", embed=True):
-    return services.memories_ingest(tenant_id=tenant.id, embed=embed, items=[
-        services.MemoryInput(content=t, user_id=user, session_id="s1") for t in texts]).ids
-
-
 def test_it_finds_a_paraphrase_by_meaning(tenant):
-    ingest(tenant, CONVERSATION)
+    ingest(tenant, CONVERSATION, session="s1")
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="Which hobby involves making ceramics?", top_k=2)
     assert "pottery" in hits[0].memory.content
 
 
 def test_rare_words_outrank_common_ones(tenant):
-    ingest(tenant, CONVERSATION)
+    ingest(tenant, CONVERSATION, session="s1")
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="What did Caroline get from Sweden?", top_k=3)
     assert "Sweden" in hits[0].memory.content
 
 
 def test_a_memory_stored_without_embedding_is_found_by_keyword(tenant):
-    ids = ingest(tenant, ["The flux capacitor needs 1.21 gigawatts of power."], embed=False)
-    ingest(tenant, CONVERSATION)
+    ids = ingest(tenant, ["The flux capacitor needs 1.21 gigawatts of power."], session="s1", embed=False)
+    ingest(tenant, CONVERSATION, session="s1")
     assert Memory.objects.get(id=ids[0]).embedding is None
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="how much power does the flux capacitor need", top_k=3)
@@ -56,7 +50,7 @@ def test_a_failing_embedder_stores_the_memory_without_a_vector(tenant, monkeypat
         raise RuntimeError("model crashed")
 
     monkeypatch.setattr(embeddings.get_embedder(), "embed_batch", broken)
-    ids = ingest(tenant, ["Nothing is lost when the embedder fails."])
+    ids = ingest(tenant, ["Nothing is lost when the embedder fails."], session="s1")
     stored = Memory.objects.get(id=ids[0])
     assert stored.embedding is None and stored.content.startswith("Nothing is lost")
 
@@ -64,7 +58,7 @@ def test_a_failing_embedder_stores_the_memory_without_a_vector(tenant, monkeypat
 def test_search_returns_only_active_memories_unless_asked(tenant):
     from consolidation.ledger import memory_transition
 
-    ids = ingest(tenant, CONVERSATION)
+    ids = ingest(tenant, CONVERSATION, session="s1")
     memory_transition(tenant_id=tenant.id, memory_ids=[ids[1]], operation="decay", actor="test")
     query = "pottery class bowl"
     active = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query=query)
@@ -74,20 +68,20 @@ def test_search_returns_only_active_memories_unless_asked(tenant):
 
 
 def test_term_statistics_count_each_memory_once(tenant):
-    ingest(tenant, ["pottery pottery pottery", "pottery class", "camping"])
-    ingest(tenant, ["pottery class"])  # a duplicate: not counted again
+    ingest(tenant, ["pottery pottery pottery", "pottery class", "camping"], session="s1")
+    ingest(tenant, ["pottery class"], session="s1")  # a duplicate: not counted again
     assert TermStat.objects.get(tenant=tenant, user_id="u1", term="potteri").doc_count == 2
     assert UserSearchStats.objects.get(tenant=tenant, user_id="u1").doc_count == 3
 
 
-def test_the_vector_search_uses_the_hnsw_index(tenant):
+def test_the_vector_search_uses_the_hnsw_index(tenant, now):
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(3000, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     Memory.objects.bulk_create([
         Memory(tenant=tenant, user_id="u1", content=f"row {i}", content_hash=str(i), embedding=v.tolist(),
-               created_at=timezone.now()) for i, v in enumerate(vectors)])
-    ingest(tenant, CONVERSATION)
+               created_at=now) for i, v in enumerate(vectors)])
+    ingest(tenant, CONVERSATION, session="s1")
     from zeromem.core.adapters.embeddings import embed_query
     from zeromem.core.selectors import _scope_sql
 
@@ -119,9 +113,10 @@ def test_bad_search_input_is_422(api, body):
 
 def test_a_tenant_wide_search_returns_no_hit_that_shares_nothing_with_the_query(tenant, settings):
     settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT = 0.0  # words only: every vector-pool hit without a word scores 0
-    ingest(tenant, CONVERSATION, user="u1")
-    ingest(tenant, CONVERSATION, user="u2")
+    ingest(tenant, CONVERSATION, session="s1", user="u1")
+    ingest(tenant, CONVERSATION, session="s1", user="u2")
 
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query="Which pottery class?", top_k=10)
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query="Which pottery class?", top_k=10,
+                           min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
 
     assert len(hits) == 2 and all("pottery" in hit.memory.content and hit.score > 0 for hit in hits)

@@ -33,6 +33,8 @@ ALLOWED = {
 
 
 def make_memory(tenant, state="raw", archive_reason="", text="a memory"):
+    """Specific to this file (not `ingest`): a row written directly in any state, since ingestion only ever
+    stores raw memories and these tests start from every state."""
     return Memory.objects.create(tenant=tenant, user_id="u1", content=text, content_hash=content_hash(text),
                                  state=state, archive_reason=archive_reason, created_at=timezone.now())
 

@@ -6,15 +6,14 @@ import pytest
 from django.db import transaction
 
 from tests.conftest import wait_until
-from zeromem.core import services
+from tests.factories import ingest
 from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_worker_logs_each_task_received_and_succeeded(tenant, worker, settings):
     with transaction.atomic():
-        ids = services.memories_ingest(tenant_id=tenant.id, embed=False, items=[
-            services.MemoryInput(content="a memory to embed later", user_id="u1")]).ids
+        ids = ingest(tenant, "a memory to embed later", embed=False)
         enqueue_on_commit(memories_embed_task.name, memory_ids=[str(i) for i in ids])
 
     def logged() -> str:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
+from tests.factories import ingest, ingest_clusterable, memory_input
 from zeromem.core import services
 from zeromem.models import ApiKey, Memory
 
@@ -25,8 +24,7 @@ def staff(db):
 
 @pytest.mark.usefixtures("hash_embedder")
 def test_every_admin_list_renders_with_its_filters(staff, tenant):
-    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(content="Redis at 512 MB",
-                                                                              user_id="u1", entity_id="svc")])
+    ingest(tenant, "Redis at 512 MB", entity_id="svc")
     for path in ("zeromem/memory", "zeromem/tenant", "zeromem/apikey", "zeromem/memoryrelation",
                  "consolidation/consolidationrun", "consolidation/ledgerentry", "profiles/memoryprofile",
                  "django_celery_beat/periodictask"):
@@ -53,10 +51,9 @@ def test_non_staff_users_are_refused(db):
 
 
 @pytest.mark.usefixtures("hash_embedder")
-def test_run_clustering_now_queues_one_run_per_user(staff, tenant, django_capture_on_commit_callbacks):
-    old = timezone.now() - timedelta(days=3)
-    ids = services.memories_ingest(tenant_id=tenant.id, items=[
-        services.MemoryInput(content=f"note {i}", user_id=f"u{i % 2}", created_at=old) for i in range(4)]).ids
+def test_run_clustering_now_queues_one_run_per_user(staff, tenant, django_capture_on_commit_callbacks,
+                                                     three_days_ago):
+    ids = ingest(tenant, [memory_input(f"note {i}", user=f"u{i % 2}", created_at=three_days_ago) for i in range(4)])
     with django_capture_on_commit_callbacks() as callbacks:
         response = staff.post("/admin/zeromem/memory/", {"action": "run_clustering_now",
                                                           "_selected_action": [str(i) for i in ids]}, follow=True)
@@ -67,16 +64,14 @@ def test_run_clustering_now_queues_one_run_per_user(staff, tenant, django_captur
 
 @pytest.mark.usefixtures("hash_embedder")
 @pytest.mark.django_db(transaction=True)
-def test_the_unmerge_action_undoes_a_merge_and_reports_refusals(tenant):
+def test_the_unmerge_action_undoes_a_merge_and_reports_refusals(tenant, three_days_ago):
     from consolidation.jobs.clustering import clustering_run_now
 
     user = User.objects.create_superuser("ops2", "ops2@example.com", "pw")
     client = Client()
     client.force_login(user)
-    old = timezone.now() - timedelta(days=3)
-    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content=f"billing-api Redis incident {i}", user_id="u1", entities=["Redis", "billing-api"],
-        created_at=old) for i in range(2)])
+    ingest_clusterable(tenant, [f"billing-api Redis incident {i}" for i in range(2)], session=None,
+                       created_at=three_days_ago)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     semantic = Memory.objects.get(memory_type="semantic")
     episode = Memory.objects.filter(memory_type="episodic").first()

@@ -3,15 +3,12 @@ with the acting admin user."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.contrib.auth.models import User
-from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import ConsolidationRun, LedgerEntry
-from zeromem.core import services
+from tests.factories import DAY, MINUTE, REDIS_BILLING, ingest_one
 from zeromem.models import LlmUsage, Memory, MemoryRelation
 from zeromem.operator import charts
 
@@ -22,22 +19,23 @@ INCIDENTS = ["The billing-api Redis cache filled up during the deploy.",
              "Redis for billing-api filled up overnight and evicted the session keys."]
 
 
-def say(tenant, text, days_ago, session, entities=()):
-    return services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content=text, user_id="u1", session_id=session, entities=list(entities),
-        created_at=timezone.now() - timedelta(days=days_ago))]).ids[0]
+def say(tenant, text, *, at, session, entities=()):
+    """Specific to this file: a statement with the entities given (none by default, unlike `ingest`, which
+    lets ingestion extract them), so only the memories meant to cluster do."""
+    return ingest_one(tenant, text, session=session, entities=entities, created_at=at)
 
 
-def history(tenant):
+def history(tenant, now):
     """A merge, a supersede and a flagged contradiction, from one clustering run."""
-    ids = [say(tenant, text, 20 + i, f"r{i}", ("Redis", "billing-api")) for i, text in enumerate(INCIDENTS)]
-    old = say(tenant, "Max retries for the payment worker is 3.", 60, "a", ("payment-worker",))
-    new = say(tenant, "We bumped max retries for the payment worker to 8.", 5, "b", ("payment-worker",))
-    first = say(tenant, "The queue limit is 500 messages.", 10, "q")
-    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
-        content="The queue limit is 800 messages.", user_id="u1", session_id="q2",
-        created_at=Memory.objects.get(id=first).created_at + timedelta(minutes=2))])
-    say(tenant, "Good morning!", 0, "today")
+    ids = [say(tenant, text, at=now - (20 + i) * DAY, session=f"r{i}", entities=REDIS_BILLING)
+           for i, text in enumerate(INCIDENTS)]
+    old = say(tenant, "Max retries for the payment worker is 3.", at=now - 60 * DAY, session="a",
+              entities=("payment-worker",))
+    new = say(tenant, "We bumped max retries for the payment worker to 8.", at=now - 5 * DAY, session="b",
+              entities=("payment-worker",))
+    say(tenant, "The queue limit is 500 messages.", at=now - 10 * DAY, session="q")
+    ingest_one(tenant, "The queue limit is 800 messages.", session="q2", created_at=now - 10 * DAY + 2 * MINUTE)
+    say(tenant, "Good morning!", at=now, session="today")
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     assert run.status == "succeeded", run.error
     assert sorted(LedgerEntry.objects.filter(run=run).exclude(action__startswith="transition.")
@@ -55,9 +53,9 @@ def incidents_merge(ids):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_operator_pages_render_for_staff_and_refuse_everyone_else(tenant, admin_client, client):
-    _, _, _, run = history(tenant)
-    LlmUsage.objects.create(tenant=tenant, month=timezone.now().date().replace(day=1), purpose="reflection",
+def test_operator_pages_render_for_staff_and_refuse_everyone_else(tenant, admin_client, client, now):
+    _, _, _, run = history(tenant, now)
+    LlmUsage.objects.create(tenant=tenant, month=now.date().replace(day=1), purpose="reflection",
                             calls=3, prompt_tokens=900, completion_tokens=100, cost_usd="0.0123")
     run_page = f"/admin/consolidation/consolidationrun/{run.id}/change/"
     for url in [*PAGES, run_page, "/admin/"]:
@@ -78,8 +76,8 @@ def test_operator_pages_render_for_staff_and_refuse_everyone_else(tenant, admin_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_review_queue_shows_each_change_with_its_sources_side_by_side(tenant, admin_client):
-    history(tenant)
+def test_the_review_queue_shows_each_change_with_its_sources_side_by_side(tenant, admin_client, now):
+    history(tenant, now)
     page = admin_client.get("/admin/review/").content.decode()
     for text in (*INCIDENTS, "Max retries for the payment worker is 3.",
                  "We bumped max retries for the payment worker to 8.", "The queue limit is 500 messages."):
@@ -90,8 +88,8 @@ def test_the_review_queue_shows_each_change_with_its_sources_side_by_side(tenant
 
 
 @pytest.mark.django_db(transaction=True)
-def test_approve_is_recorded_with_the_admin_user_and_leaves_the_queue(tenant, admin_client, admin_user):
-    ids, _, _, _ = history(tenant)
+def test_approve_is_recorded_with_the_admin_user_and_leaves_the_queue(tenant, admin_client, admin_user, now):
+    ids, _, _, _ = history(tenant, now)
     merge = incidents_merge(ids)
     response = admin_client.post(f"/admin/review/{merge.id}/approve/", {"note": "looks right"})
     assert response.status_code == 302
@@ -104,8 +102,8 @@ def test_approve_is_recorded_with_the_admin_user_and_leaves_the_queue(tenant, ad
 
 
 @pytest.mark.django_db(transaction=True)
-def test_reject_unmerges_a_merge_and_restores_a_superseded_statement(tenant, admin_client, admin_user):
-    ids, old, _, _ = history(tenant)
+def test_reject_unmerges_a_merge_and_restores_a_superseded_statement(tenant, admin_client, admin_user, now):
+    ids, old, _, _ = history(tenant, now)
     merge, supersede = incidents_merge(ids), entry("supersede")
     admin_client.post(f"/admin/review/{merge.id}/reject/")
     admin_client.post(f"/admin/review/{supersede.id}/reject/")
@@ -120,8 +118,8 @@ def test_reject_unmerges_a_merge_and_restores_a_superseded_statement(tenant, adm
 
 
 @pytest.mark.django_db(transaction=True)
-def test_resolve_clears_a_flagged_contradiction_and_a_wrong_decision_is_refused(tenant, admin_client):
-    history(tenant)
+def test_resolve_clears_a_flagged_contradiction_and_a_wrong_decision_is_refused(tenant, admin_client, now):
+    history(tenant, now)
     flagged = entry("contradiction.flagged")
     refused = admin_client.post(f"/admin/review/{flagged.id}/reject/", follow=True).content.decode()
     assert "is not offered for a contradiction.flagged" in refused
@@ -142,16 +140,16 @@ def test_charts_escape_labels_and_draw_every_value():
 
 
 @pytest.mark.django_db
-def test_the_dashboard_counts_states_from_timestamps(tenant):
+def test_the_dashboard_counts_states_from_timestamps(tenant, now):
     from zeromem.operator.dashboard import dashboard_figures
 
-    now = timezone.now()
+    # Rows written directly: states and their timestamps as they would be after days of consolidation.
     Memory.objects.bulk_create([
-        Memory(tenant=tenant, user_id="u1", content=f"m{i}", content_hash=f"h{i}", created_at=now - timedelta(days=5),
+        Memory(tenant=tenant, user_id="u1", content=f"m{i}", content_hash=f"h{i}", created_at=now - 5 * DAY,
                state=state, consolidated_at=consolidated, archived_at=archived)
         for i, (state, consolidated, archived) in enumerate([
-            ("raw", None, None), ("consolidated", now - timedelta(days=2), None),
-            ("archived", now - timedelta(days=3), now - timedelta(days=1)), ("archived", None, now)])])
+            ("raw", None, None), ("consolidated", now - 2 * DAY, None),
+            ("archived", now - 3 * DAY, now - DAY), ("archived", None, now)])])
     ConsolidationRun.objects.create(tenant=tenant, kind="clustering", trigger="cli", status="failed")
     figures = dashboard_figures(days=7)
     assert [figures.states[s][0] for s in ("raw", "consolidated", "archived")] == [0, 0, 0]

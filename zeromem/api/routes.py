@@ -28,6 +28,7 @@ from zeromem.api.schemas import (
     ContextOut,
     CorrectIn,
     ErasureOut,
+    ErrorOut,
     FeedbackIn,
     FeedbackOut,
     ForgetIn,
@@ -72,6 +73,14 @@ class ApiKeyAuth(HttpBearer):
 api = ErrorShapedApi(title="zeromem", version="2", urls_namespace="memory_v2", auth=ApiKeyAuth())
 router = Router()
 
+BODY = (400, 413)  # an unparseable body, a body larger than the server accepts
+
+
+def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
+    """The error answers an operation documents (all in the one shape): 401, 422 and 429 for every keyed route,
+    plus the given ones. Errors are answered by the API's exception handler, never validated against these."""
+    return {status: ErrorOut for status in sorted({401, 422, 429, *statuses})}
+
 
 def tenant_id(request: HttpRequest) -> int:
     key: ApiKey = request.auth
@@ -91,8 +100,13 @@ def idempotency_key(request: HttpRequest) -> str | None:
 
 # --- memories ------------------------------------------------------------------------------------------------
 
-@router.post("/memories", response={201: StoredOut})
+@router.post("/memories", response={201: StoredOut, **errors(*BODY, 409)}, summary="Store a batch of memories")
 def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[str, Any]]:
+    """The body wraps the list: `{"memories": [...]}`, 1 to ZEROMEMORY_MAX_BATCH (1,000), stored all or nothing. An
+    `Idempotency-Key` header replays the first answer (409 idempotency_conflict when reused with another body); the
+    same content in the same user and session is stored once anyway. Entities and kind are filled by built-in rules
+    when not given. Batches up to ZEROMEMORY_INLINE_EMBED_MAX are embedded in the request; larger ones are stored
+    first and embedded by a worker (found by keyword meanwhile)."""
     # Small batches are embedded in the request; larger ones after commit, by a worker.
     inline = len(payload.memories) <= settings.ZEROMEMORY_INLINE_EMBED_MAX
     result = services.memories_ingest(
@@ -103,8 +117,10 @@ def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[st
     return Status(201, result.as_json())
 
 
-@router.get("/memories", response=PageOut)
+@router.get("/memories", response={200: PageOut, **errors(400)}, summary="List memories")
 def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, Any]:
+    """Filtered by user, entity, namespace, type, state and creation time; newest first. Follow `next_cursor` for
+    the next page (400 invalid_cursor for a cursor this API did not give)."""
     scope = MemoryFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
                          namespace=filters.namespace,
                          memory_types=[filters.memory_type] if filters.memory_type else None,
@@ -114,8 +130,10 @@ def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, 
     return {"memories": page, "next_cursor": next_cursor}
 
 
-@router.get("/memories/{memory_id}", response=MemoryDetailOut)
+@router.get("/memories/{memory_id}", response={200: MemoryDetailOut, **errors(404)}, summary="Read one memory")
 def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
+    """One memory with its sources, the memories a semantic memory was built from (a deleted source keeps its id
+    and content hash). 404 for an id unknown in the key's tenant."""
     memory = selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id)
     if memory is None:
         raise NotFound("no such memory")
@@ -127,26 +145,36 @@ def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
     return memory
 
 
-@router.post("/search", response=SearchOut)
+@router.post("/search", response={200: SearchOut, **errors(*BODY)}, summary="Search memories")
 def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
+    """Lexical first: BM25 over a candidate pool from the full-text and vector indexes, fused with cosine
+    similarity. Active (raw) memories only unless `states` says otherwise."""
     scope = MemoryFilter(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
                          namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states)
-    hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k)
+    hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k,
+                                     min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
     access_record(h.memory.id for h in hits)
     return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine}
                         for h in hits]}
 
 
-@router.delete("/memories/{memory_id}", response=ErasureOut)
+@router.delete("/memories/{memory_id}", response={200: ErasureOut, **errors(404)}, summary="Erase one memory")
 def memory_erase(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
+    """The memory and everything built from it: the semantic memories citing it are erased too (their other
+    sources become active again), profile items citing them are removed and their text is scrubbed from the
+    ledger and run results. Answers the counts."""
     if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
         raise NotFound("no such memory")
     return memories_erase(tenant_id=tenant_id(request), memory_ids=[memory_id], actor=actor(request),
                           reason="erasure request").as_json()
 
 
-@router.patch("/memories/{memory_id}", response=MemoryOut)
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **errors(*BODY, 404, 409)},
+              summary="Correct a memory")
 def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn) -> Memory:
+    """New content: re-embedded, search counters updated, what was built from the old text unwound, a ledger row
+    with the old and new hash, `memory.updated`. 409 when the same content is already stored in the memory's
+    session."""
     if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
         raise NotFound("no such memory")
     try:
@@ -157,8 +185,11 @@ def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn
     return Memory.objects.get(id=memory_id)
 
 
-@router.post("/memories/{memory_id}/feedback", response=FeedbackOut)
+@router.post("/memories/{memory_id}/feedback", response={200: FeedbackOut, **errors(*BODY, 404)},
+             summary="Say whether a memory helped")
 def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: FeedbackIn) -> dict[str, Any]:
+    """`{"useful": true|false}` moves the memory's reward a ZEROMEMORY_FEEDBACK_STEP share of the way towards +1 or
+    −1; consolidation reads it into stability."""
     reward = memory_feedback(tenant_id=tenant_id(request), memory_id=memory_id, useful=payload.useful,
                              actor=actor(request), step=settings.ZEROMEMORY_FEEDBACK_STEP)
     return {"id": memory_id, "reward_score": reward}
@@ -166,8 +197,10 @@ def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: Fe
 
 # --- profiles and context ------------------------------------------------------------------------------------
 
-@router.get("/profile", response=ProfileOut)
+@router.get("/profile", response={200: ProfileOut, **errors(404)}, summary="Read a profile")
 def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
+    """What reflection learnt about a user and entity (omit entity_id for the user-wide profile): preferences,
+    behaviors, facts and a summary. 404 until a reflection has written one."""
     profile = profile_get(tenant_id=tenant_id(request), user_id=filters.user_id,
                           entity_id=filters.entity_id, namespace=filters.namespace)
     if profile is None:
@@ -175,8 +208,10 @@ def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
     return profile
 
 
-@router.post("/context", response=ContextOut)
+@router.post("/context", response={200: ContextOut, **errors(*BODY)}, summary="Build the context for a prompt")
 def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
+    """What an agent injects into its prompt: the profile's summary and items (most confident first, at most half
+    the budget), then the best search results in rank order, each taken whole, never past `budget_chars`."""
     built = context_build(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
                           namespace=payload.namespace, query=payload.query, budget_chars=payload.budget_chars)
     profile = built.profile
@@ -191,8 +226,17 @@ def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
 
 # --- reflection and runs -------------------------------------------------------------------------------------
 
-@router.post("/reflect", response={200: ReflectOut, 202: RunAcceptedOut})
+@router.post("/reflect", response={200: ReflectOut, 202: RunAcceptedOut, **errors(*BODY, 404, 409, 503)},
+             summary="Reflect now")
 def reflect(request: HttpRequest, payload: ReflectIn, options: Query[ReflectQuery]) -> Status[dict[str, Any]]:
+    """Reflect on an entity (or, with user_id alone, on the user's memories without an entity) now, without the
+    threshold; `"force": true` also reflects the current session. A request meeting a run of the same scope joins
+    it; a forced one never gets an unforced result (the run is upgraded, or a forced run follows it).
+
+    200 with the result when the run ends within ZEROMEMORY_REFLECT_WAIT_SECONDS; 202 `{run_id, status}` when no
+    worker claims the run within 2 s, past the wait, or at once with `?async=1`. 404: no memories for this scope;
+    400: the entity spans several users (pass user_id); 409 with Retry-After: a clustering run held the user's
+    memories for the whole wait; 503: the run failed (the LLM down, the budget spent)."""
     scope = reflection_scope_resolve(tenant_id=tenant_id(request), namespace=payload.namespace,
                                      entity_id=payload.entity_id, user_id=payload.user_id)
     run = reflection_request(scope=scope, trigger=RunTrigger.API, force=payload.force,
@@ -204,7 +248,7 @@ def reflect(request: HttpRequest, payload: ReflectIn, options: Query[ReflectQuer
     return Status(200, reflection_answer(run))
 
 
-@router.get("/runs", response=RunsPageOut)
+@router.get("/runs", response={200: RunsPageOut, **errors(400)}, summary="List runs")
 def runs_list(request: HttpRequest, filters: Query[RunsQuery]) -> dict[str, Any]:
     """The tenant's runs, newest first: follow what a session end, a reflect request or the schedules started."""
     scope = RunFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
@@ -213,8 +257,10 @@ def runs_list(request: HttpRequest, filters: Query[RunsQuery]) -> dict[str, Any]
     return {"runs": [run_json(run) for run in page], "next_cursor": next_cursor}
 
 
-@router.get("/runs/{run_id}", response=RunOut)
+@router.get("/runs/{run_id}", response={200: RunOut, **errors(404)}, summary="Read a run")
 def run_read(request: HttpRequest, run_id: uuid.UUID) -> dict[str, Any]:
+    """Any run of the tenant: status, progress (`calls_done` / `calls_planned`), tokens, error, and the result once
+    finished."""
     run = ConsolidationRun.objects.filter(tenant_id=tenant_id(request), id=run_id).first()
     if run is None:
         raise NotFound("no such run")
@@ -242,14 +288,19 @@ def run_result(run: ConsolidationRun) -> dict[str, Any]:
 
 # --- erasure and sessions ------------------------------------------------------------------------------------
 
-@router.post("/forget", response=ErasureOut)
+@router.post("/forget", response={200: ErasureOut, **errors(*BODY)}, summary="Forget a user or an entity")
 def forget(request: HttpRequest, payload: ForgetIn) -> dict[str, Any]:
+    """`{"user_id"}` forgets a user, `{"entity_id"}` (optionally with user_id) an entity: every memory about them,
+    what was derived from them, their profiles, and their text in ledger rows and run results."""
     return scope_erase(tenant_id=tenant_id(request), actor=actor(request), user_id=payload.user_id,
                        entity_id=payload.entity_id)
 
 
-@router.post("/sessions/{session_id}/end", response={202: SessionEndOut})
+@router.post("/sessions/{session_id}/end", response={202: SessionEndOut, **errors(*BODY)}, summary="End a session")
 def session_end_view(request: HttpRequest, path: Path[SessionPath], payload: SessionEndIn) -> Status[dict[str, Any]]:
+    """The first time, enqueues one consolidation pass for the user (a forced clustering run, then reflection of
+    the entities that became eligible) and answers that clustering run; again later, `queued: false` and
+    `run_ids: []` (nothing runs twice)."""
     ended = session_end(tenant_id=tenant_id(request), user_id=payload.user_id, session_id=path.session_id)
     return Status(202, {"session_id": path.session_id, "user_id": payload.user_id, "queued": ended.queued,
                         "run_ids": list(ended.run_ids)})

@@ -15,8 +15,14 @@ from pydantic import ConfigDict, field_validator, model_validator
 
 from zeromem.models import Memory
 
-Name = Field(..., min_length=1, max_length=200)
-OptionalName = Field(None, min_length=1, max_length=200)
+
+def name(description: str) -> Any:
+    """A required id-like string (a user, an entity, a session): 1–200 characters."""
+    return Field(..., min_length=1, max_length=200, description=description)
+
+
+def optional_name(description: str) -> Any:
+    return Field(None, min_length=1, max_length=200, description=description)
 
 
 def unstorable(value: Any) -> bool:
@@ -72,20 +78,33 @@ def checked_content(value: str) -> str:
 # --- memories ------------------------------------------------------------------------------------------------
 
 class MemoryIn(Strict):
-    content: str = Field(..., min_length=1)
-    user_id: str = Name
-    entity_id: str | None = OptionalName
-    namespace: str = Field("global", min_length=1, max_length=100)
-    session_id: str | None = OptionalName
-    memory_type: Literal["episodic", "working"] = "episodic"
-    kind: Literal["observation", "decision", "question", "preference", "outcome", "fact", "meta"] | None = None
-    role: str = Field("", max_length=50)
-    entities: list[str] | None = Field(None, max_length=100)
-    tags: list[str] = Field(default_factory=list, max_length=50)
-    window: str | None = OptionalName
-    importance: float | None = Field(None, ge=0.0, le=1.0, strict=True)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
+    content: str = Field(..., min_length=1, description="The text to remember (not blank; at most "
+                                                          "ZEROMEMORY_MAX_CONTENT_CHARS characters).")
+    user_id: str = name("The user the memory belongs to; every query is scoped by it.")
+    entity_id: str | None = optional_name("What the memory is about (a person, a project); reflection and profiles "
+                                          "are per entity. Omit for the user's own memories.")
+    namespace: str = Field("global", min_length=1, max_length=100,
+                           description="A partition of the user's memories; jobs never mix namespaces.")
+    session_id: str | None = optional_name("The conversation the memory comes from. The user's newest session is "
+                                           "kept verbatim by the jobs; without one, a UTC day counts as a session.")
+    memory_type: Literal["episodic", "working"] = Field(
+        "episodic", description="episodic (what happened) or working (short-lived scratch); semantic memories "
+                                "are written by consolidation only.")
+    kind: Literal["observation", "decision", "question", "preference", "outcome", "fact", "meta"] | None = Field(
+        None, description="What sort of statement it is; filled by built-in rules when omitted.")
+    role: str = Field("", max_length=50, description="Who said it (e.g. user, assistant, tool); free text.")
+    entities: list[str] | None = Field(None, max_length=100,
+                                       description="Names mentioned (1–200 characters each); extracted by built-in "
+                                                   "rules when omitted.")
+    tags: list[str] = Field(default_factory=list, max_length=50,
+                            description="Free labels (1–200 characters each), for filtering in your own code.")
+    window: str | None = optional_name("A boundary clusters and reflection batches never cross (e.g. a project "
+                                       "phase).")
+    importance: float | None = Field(None, ge=0.0, le=1.0, strict=True,
+                                     description="0–1, a JSON number; drives decay and retention (default 0.5).")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object, stored and returned as is.")
+    created_at: datetime | None = Field(None, description="When it was said, with a time zone (default: now; "
+                                                          "not in the future).")
 
     @field_validator("content")
     @classmethod
@@ -109,7 +128,8 @@ class MemoryIn(Strict):
 
 
 class MemoriesIn(Strict):
-    memories: list[MemoryIn] = Field(..., min_length=1)
+    memories: list[MemoryIn] = Field(..., min_length=1, description="The batch (1 to ZEROMEMORY_MAX_BATCH, default "
+                                                                    "1,000), stored all or nothing.")
 
     @field_validator("memories")
     @classmethod
@@ -120,36 +140,40 @@ class MemoriesIn(Strict):
 
 
 class StoredOut(Schema):
-    ids: list[uuid.UUID]
-    created: int
-    deduplicated: int
-    embedded: int
+    ids: list[uuid.UUID] = Field(description="One id per memory sent, in the order sent (a duplicate answers the "
+                                             "id already stored).")
+    created: int = Field(description="How many new rows were written.")
+    deduplicated: int = Field(description="How many were already stored (same user, session and content).")
+    embedded: int = Field(description="How many were embedded in the request; the rest are embedded by a worker "
+                                      "and are found by keyword meanwhile.")
 
 
 class MemoryOut(Schema):
-    id: uuid.UUID
-    user_id: str
-    entity_id: str | None
-    namespace: str
-    session_id: str | None
-    memory_type: str
-    state: str
-    kind: str
-    role: str
-    content: str
-    entities: list[str]
-    tags: list[str]
-    window: str | None
-    importance: float
-    confidence: float
-    corroboration_count: int
-    metadata: dict[str, Any]
-    has_embedding: bool
-    created_at: datetime
-    updated_at: datetime
-    consolidated_at: datetime | None
-    archived_at: datetime | None
-    superseded_by_id: uuid.UUID | None
+    id: uuid.UUID = Field(description="The memory's id.")
+    user_id: str = Field(description="The user it belongs to.")
+    entity_id: str | None = Field(description="What it is about; null for the user's own memories.")
+    namespace: str = Field(description="Its namespace.")
+    session_id: str | None = Field(description="The session it came from, if given.")
+    memory_type: str = Field(description="episodic, working or semantic (written by consolidation).")
+    state: str = Field(description="raw (active), consolidated (folded into a semantic memory) or archived.")
+    kind: str = Field(description="observation, decision, question, preference, outcome, fact or meta.")
+    role: str = Field(description="Who said it, as sent.")
+    content: str = Field(description="The text.")
+    entities: list[str] = Field(description="Names mentioned, as sent or extracted.")
+    tags: list[str] = Field(description="Labels; consolidation adds its own (e.g. insight, digest, condensed).")
+    window: str | None = Field(description="The boundary jobs never cross, if given.")
+    importance: float = Field(description="0–1.")
+    confidence: float = Field(description="0–1; raised when consolidation finds the statement corroborated.")
+    corroboration_count: int = Field(description="How many memories state it (1 for an episode).")
+    metadata: dict[str, Any] = Field(description="As sent.")
+    has_embedding: bool = Field(description="False until the memory is embedded (it is found by keyword "
+                                            "meanwhile).")
+    created_at: datetime = Field(description="When it was said.")
+    updated_at: datetime = Field(description="When the row last changed.")
+    consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory.")
+    archived_at: datetime | None = Field(description="When it was archived.")
+    superseded_by_id: uuid.UUID | None = Field(description="The memory that replaced it, when a newer statement "
+                                                           "did.")
 
     @staticmethod
     def resolve_has_embedding(obj: Memory) -> bool:
@@ -157,32 +181,36 @@ class MemoryOut(Schema):
 
 
 class SourceOut(Schema):
-    source_memory_id: uuid.UUID
-    source_content_hash: str
-    deleted: bool
-    content: str | None
-    state: str | None
+    source_memory_id: uuid.UUID = Field(description="The cited memory's id (kept after it is deleted).")
+    source_content_hash: str = Field(description="sha256 of the cited memory's content (kept after it is "
+                                                 "deleted).")
+    deleted: bool = Field(description="True when the cited memory no longer exists.")
+    content: str | None = Field(description="Its text; null once deleted.")
+    state: str | None = Field(description="Its state; null once deleted.")
 
 
 class MemoryDetailOut(MemoryOut):
-    sources: list[SourceOut]
+    sources: list[SourceOut] = Field(description="The memories a semantic memory was built from; [] for an "
+                                                 "episode.")
 
 
 class PageOut(Schema):
-    memories: list[MemoryOut]
-    next_cursor: str | None
+    memories: list[MemoryOut] = Field(description="One page, newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
 class ListQuery(Strict):
-    user_id: str | None = OptionalName
-    entity_id: str | None = OptionalName
-    namespace: str | None = None
-    memory_type: Literal["episodic", "working", "semantic"] | None = None
-    state: Literal["raw", "consolidated", "archived"] | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    cursor: str | None = Field(None, max_length=500)
-    limit: int = Field(50, ge=1, le=500)
+    user_id: str | None = optional_name("Only this user's memories.")
+    entity_id: str | None = optional_name("Only memories about this entity.")
+    namespace: str | None = Field(None, description="Only this namespace.")
+    memory_type: Literal["episodic", "working", "semantic"] | None = Field(None, description="Only this type.")
+    state: Literal["raw", "consolidated", "archived"] | None = Field(None, description="Only this state.")
+    created_after: datetime | None = Field(None, description="Only memories created at or after this time "
+                                                             "(with a time zone).")
+    created_before: datetime | None = Field(None, description="Only memories created before this time (with a "
+                                                              "time zone).")
+    cursor: str | None = Field(None, max_length=500, description="`next_cursor` of the previous page.")
+    limit: int = Field(50, ge=1, le=500, description="Page size, 1–500.")
 
     @field_validator("created_after", "created_before")
     @classmethod
@@ -191,28 +219,33 @@ class ListQuery(Strict):
 
 
 class SearchIn(Strict):
-    query: str = Field(..., min_length=1, max_length=4000)
-    user_id: str | None = OptionalName
-    entity_id: str | None = OptionalName
-    namespace: str | None = None
-    memory_types: list[Literal["episodic", "working", "semantic"]] | None = None
-    states: list[Literal["raw", "consolidated", "archived"]] = Field(default_factory=lambda: ["raw"])  # type: ignore[arg-type]
-    top_k: int = Field(10, ge=1, le=100, strict=True)
+    query: str = Field(..., min_length=1, max_length=4000, description="What to look for, in plain words.")
+    user_id: str | None = optional_name("Only this user's memories.")
+    entity_id: str | None = optional_name("Only memories about this entity.")
+    namespace: str | None = Field(None, description="Only this namespace.")
+    memory_types: list[Literal["episodic", "working", "semantic"]] | None = Field(
+        None, description="Only these types (default: all).")
+    states: list[Literal["raw", "consolidated", "archived"]] = Field(
+        default_factory=lambda: ["raw"],  # type: ignore[arg-type]
+        description="Only these states (default: active, i.e. raw).")
+    top_k: int = Field(10, ge=1, le=100, strict=True, description="How many results, 1–100 (a JSON number).")
 
 
 class HitOut(Schema):
-    memory: MemoryOut
-    score: float
-    bm25: float
-    cosine: float | None
+    memory: MemoryOut = Field(description="The memory found.")
+    score: float = Field(description="The rank score: BM25 divided by the best candidate's, fused with cosine "
+                                     "similarity (higher is better).")
+    bm25: float = Field(description="Its raw BM25 score for the query's words.")
+    cosine: float | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
 
 
 class SearchOut(Schema):
-    results: list[HitOut]
+    results: list[HitOut] = Field(description="Best first, at most top_k.")
 
 
 class CorrectIn(Strict):
-    content: str = Field(..., min_length=1)
+    content: str = Field(..., min_length=1, description="The corrected text (not blank; at most "
+                                                        "ZEROMEMORY_MAX_CONTENT_CHARS characters).")
 
     @field_validator("content")
     @classmethod
@@ -221,32 +254,34 @@ class CorrectIn(Strict):
 
 
 class FeedbackIn(Strict):
-    useful: bool = Field(..., strict=True)
+    useful: bool = Field(..., strict=True, description="Whether the memory helped (a JSON boolean).")
 
 
 class FeedbackOut(Schema):
-    id: uuid.UUID
-    reward_score: float
+    id: uuid.UUID = Field(description="The memory's id.")
+    reward_score: float = Field(description="The new reward, in [−1, 1]: moved a ZEROMEMORY_FEEDBACK_STEP share "
+                                            "of the way towards +1 (useful) or −1.")
 
 
 # --- profiles and context ------------------------------------------------------------------------------------
 
 class ProfileQuery(Strict):
-    user_id: str = Name
-    entity_id: str | None = OptionalName
-    namespace: str = "global"
+    user_id: str = name("The user.")
+    entity_id: str | None = optional_name("The entity; omit for the user-wide profile.")
+    namespace: str = Field("global", description="The namespace.")
 
 
 class ProfileOut(Schema):
-    user_id: str
-    entity_id: str | None
-    namespace: str
-    preferences: list[dict[str, Any]]
-    behaviors: list[dict[str, Any]]
-    facts: list[dict[str, Any]]
-    summary: str
-    version: int
-    updated_at: datetime
+    user_id: str = Field(description="The user.")
+    entity_id: str | None = Field(description="The entity; null for the user-wide profile.")
+    namespace: str = Field(description="The namespace.")
+    preferences: list[dict[str, Any]] = Field(description="Items {category, subject, statement, confidence, "
+                                                          "source_ids, memory_ids, first_seen, last_seen}.")
+    behaviors: list[dict[str, Any]] = Field(description="Items, as preferences.")
+    facts: list[dict[str, Any]] = Field(description="Items, as preferences.")
+    summary: str = Field(description="A short summary of the entity or user.")
+    version: int = Field(description="Raised by one on every change.")
+    updated_at: datetime = Field(description="When it last changed.")
 
     @staticmethod
     def resolve_entity_id(obj: Any) -> str | None:
@@ -254,37 +289,42 @@ class ProfileOut(Schema):
 
 
 class ContextIn(Strict):
-    query: str = Field(..., min_length=1, max_length=4000)
-    user_id: str = Name
-    entity_id: str | None = OptionalName
-    namespace: str = Field("global", min_length=1, max_length=100)
-    budget_chars: int = Field(2000, ge=100, le=50_000, strict=True)
+    query: str = Field(..., min_length=1, max_length=4000, description="What the agent is about to answer.")
+    user_id: str = name("The user.")
+    entity_id: str | None = optional_name("The entity; omit for the user's own memories and user-wide profile.")
+    namespace: str = Field("global", min_length=1, max_length=100, description="The namespace.")
+    budget_chars: int = Field(2000, ge=100, le=50_000, strict=True,
+                              description="The most characters the context may take, 100–50,000 (a JSON number).")
 
 
 class ContextMemoryOut(Schema):
-    id: uuid.UUID
-    content: str
-    memory_type: str
-    created_at: datetime
-    score: float
+    id: uuid.UUID = Field(description="The memory's id.")
+    content: str = Field(description="Its text, whole.")
+    memory_type: str = Field(description="episodic, working or semantic.")
+    created_at: datetime = Field(description="When it was said.")
+    score: float = Field(description="Its search score.")
 
 
 class ContextOut(Schema):
-    context: str
-    chars: int
-    budget_chars: int
-    profile: dict[str, Any] | None
-    memories: list[ContextMemoryOut]
+    context: str = Field(description="The text to inject into the prompt: the profile's lines, then the memories' "
+                                     "lines, never past the budget.")
+    chars: int = Field(description="The length of `context`.")
+    budget_chars: int = Field(description="The budget asked for.")
+    profile: dict[str, Any] | None = Field(description="{entity_id, version, summary, items} of the profile used "
+                                                       "(items: the ones that fit); null when there is none.")
+    memories: list[ContextMemoryOut] = Field(description="The search results that fit, in rank order.")
 
 
 # --- reflection and runs -------------------------------------------------------------------------------------
 
 class ReflectIn(Strict):
-    entity_id: str | None = OptionalName
-    user_id: str | None = OptionalName
-    namespace: str = Field("global", min_length=1, max_length=100)
+    entity_id: str | None = optional_name("The entity to reflect on.")
+    user_id: str | None = optional_name("The user: alone, the user's memories without an entity; with entity_id, "
+                                        "picks the user when the entity spans several.")
+    namespace: str = Field("global", min_length=1, max_length=100, description="The namespace.")
     # Also reflect the current session (the default keeps it for the agent, verbatim).
-    force: bool = Field(False, strict=True)
+    force: bool = Field(False, strict=True, description="Also reflect the current session (a JSON boolean). Never "
+                                                        "downgraded by joining an unforced run.")
 
     @model_validator(mode="after")
     def names_a_scope(self) -> ReflectIn:
@@ -294,64 +334,69 @@ class ReflectIn(Strict):
 
 
 class ReflectQuery(Strict):
-    async_: bool = Field(False, alias="async")
+    async_: bool = Field(False, alias="async", description="Answer 202 with the run at once instead of waiting.")
 
 
 class ReflectOut(Schema):
-    entity_id: str | None
-    user_id: str | None = None
-    insights: list[str]
-    memories_reviewed: int
-    new_semantic_memories: int
-    profile_updated: bool
-    run_id: uuid.UUID
-    status: str
+    entity_id: str | None = Field(description="The entity reflected on; null when user-wide.")
+    user_id: str | None = Field(None, description="The user, for a user-wide reflection only.")
+    insights: list[str] = Field(description="The insights written as semantic memories.")
+    memories_reviewed: int = Field(description="How many memories were read.")
+    new_semantic_memories: int = Field(description="How many semantic memories were written (insights, the digest, "
+                                                   "condensed passages).")
+    profile_updated: bool = Field(description="Whether the profile changed.")
+    run_id: uuid.UUID = Field(description="The reflection run (GET /runs/{run_id}).")
+    status: str = Field(description="succeeded (a run that did not succeed answers 503).")
 
 
 class RunAcceptedOut(Schema):
-    run_id: uuid.UUID
-    status: str
+    run_id: uuid.UUID = Field(description="The run to follow with GET /runs/{run_id}.")
+    status: str = Field(description="pending or running.")
 
 
 class RunOut(Schema):
-    run_id: uuid.UUID
-    kind: str
-    status: str
-    user_id: str
-    entity_id: str | None
-    namespace: str | None
-    trigger: str
-    model: str
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    progress: dict[str, int]
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    error: str
-    result: dict[str, Any] | None
+    run_id: uuid.UUID = Field(description="The run's id.")
+    kind: str = Field(description="clustering, reflection or lifecycle.")
+    status: str = Field(description="pending, running, succeeded, failed or skipped.")
+    user_id: str = Field(description="The user whose memories it works on ('' for a lifecycle run).")
+    entity_id: str | None = Field(description="The entity, for a reflection run.")
+    namespace: str | None = Field(description="The namespace, when the run is limited to one.")
+    trigger: str = Field(description="What started it: beat, api, admin, cli or session_end.")
+    model: str = Field(description="The LLM used ('' when none).")
+    created_at: datetime = Field(description="When it was requested.")
+    started_at: datetime | None = Field(description="When a worker claimed it.")
+    finished_at: datetime | None = Field(description="When it ended.")
+    progress: dict[str, int] = Field(description="{calls_done, calls_planned}: LLM calls made and planned.")
+    llm_calls: int = Field(description="LLM calls made.")
+    prompt_tokens: int = Field(description="Prompt tokens spent.")
+    completion_tokens: int = Field(description="Completion tokens spent.")
+    error: str = Field(description="Why it failed ('' otherwise).")
+    result: dict[str, Any] | None = Field(description="Once finished: a reflection's answer (as POST /reflect), or "
+                                                      "{reviewed, clusters, merged, created, superseded}; null "
+                                                      "before.")
 
 
 class RunsQuery(Strict):
-    user_id: str | None = OptionalName
-    entity_id: str | None = OptionalName
-    kind: Literal["clustering", "reflection", "lifecycle"] | None = None
-    status: Literal["pending", "running", "succeeded", "failed", "skipped"] | None = None
-    cursor: str | None = Field(None, max_length=500)
-    limit: int = Field(50, ge=1, le=200)
+    user_id: str | None = optional_name("Only this user's runs.")
+    entity_id: str | None = optional_name("Only runs about this entity.")
+    kind: Literal["clustering", "reflection", "lifecycle"] | None = Field(None, description="Only this kind.")
+    status: Literal["pending", "running", "succeeded", "failed", "skipped"] | None = Field(
+        None, description="Only this status.")
+    cursor: str | None = Field(None, max_length=500, description="`next_cursor` of the previous page.")
+    limit: int = Field(50, ge=1, le=200, description="Page size, 1–200.")
 
 
 class RunsPageOut(Schema):
-    runs: list[RunOut]
-    next_cursor: str | None
+    runs: list[RunOut] = Field(description="One page, newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 
 # --- erasure and sessions ------------------------------------------------------------------------------------
 
 class ForgetIn(Strict):
-    user_id: str | None = OptionalName
-    entity_id: str | None = OptionalName
+    user_id: str | None = optional_name("Forget this user (with entity_id: only the entity's memories of this "
+                                        "user).")
+    entity_id: str | None = optional_name("Forget this entity.")
 
     @model_validator(mode="after")
     def names_someone(self) -> ForgetIn:
@@ -361,26 +406,44 @@ class ForgetIn(Strict):
 
 
 class ErasureOut(Schema):
-    deleted: int
-    derived_deleted: int
-    returned_to_raw: int
-    profiles_changed: int
-    ledger_rows_scrubbed: int
-    ids: list[str]
-    profiles_deleted: int = 0
+    deleted: int = Field(description="Memories erased as asked.")
+    derived_deleted: int = Field(description="Semantic memories built from them, erased too (transitively).")
+    returned_to_raw: int = Field(description="Other sources of those semantic memories, made active again.")
+    profiles_changed: int = Field(description="Profiles whose items or summary cited them.")
+    ledger_rows_scrubbed: int = Field(description="Ledger rows whose text was replaced by [erased].")
+    ids: list[str] = Field(description="The ids erased as asked.")
+    profiles_deleted: int = Field(0, description="Profiles deleted (POST /forget only).")
 
 
 class SessionPath(Strict):
-    session_id: str = Name
+    session_id: str = name("The session that ended.")
 
 
 class SessionEndIn(Strict):
-    user_id: str = Name
+    user_id: str = name("The user whose session it is.")
 
 
 class SessionEndOut(Schema):
-    session_id: str
-    user_id: str
+    session_id: str = Field(description="The session that ended.")
+    user_id: str = Field(description="The user.")
     queued: bool = Field(description="False when this session had already ended: nothing new was enqueued")
     run_ids: list[uuid.UUID] = Field(description="the forced clustering run the consolidation pass does first; "
                                                  "its reflection runs follow (GET /runs?user_id=…)")
+
+
+# --- errors --------------------------------------------------------------------------------------------------
+
+class ErrorDetailOut(Schema):
+    code: str = Field(description="Stable, for programs: unauthorized, invalid_input, rate_limited, not_found, "
+                                  "bad_request, invalid_cursor, ambiguous_entity, conflict, idempotency_conflict, "
+                                  "run_in_progress, too_large, method_not_allowed, error, internal_error.")
+    message: str = Field(description="For people; may change.")
+    details: list[Any] = Field(description="For invalid_input: [{loc, msg, type}], one per problem; for "
+                                           "run_in_progress: [{run_id}]; [] otherwise.")
+
+
+class ErrorOut(Schema):
+    """The one shape of every answer that is not a success. A 429, and a 409 run_in_progress, also carry a
+    `Retry-After` header (seconds)."""
+
+    error: ErrorDetailOut = Field(description="What went wrong.")

@@ -156,9 +156,12 @@ def corpus_stats(scope: MemoryFilter, lexemes: Sequence[str]) -> CorpusStats:
                        doc_freqs=doc_freqs)
 
 
-def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10) -> list[SearchHit]:
+def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10,
+                    min_score: float | None = None) -> list[SearchHit]:
     """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
-    BM25 fused with cosine similarity. A memory without an embedding still ranks by its words."""
+    BM25 fused with cosine similarity. A memory without an embedding still ranks by its words. `min_score`
+    (what agents get: ZEROMEMORY_SEARCH_MIN_SCORE) drops hits scored at or below it; internal measures (canaries,
+    evaluate) leave it None, so their figures stay comparable with earlier runs."""
     pool = settings.ZEROMEMORY_SEARCH_POOL
     lexemes = query_lexemes(query)
     vector = embed_query(query)
@@ -170,7 +173,7 @@ def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10) -> list
     ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
                   vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
                   length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
-    return _hits([r for r in ranked if r.score > settings.ZEROMEMORY_SEARCH_MIN_SCORE])
+    return _hits([r for r in ranked if min_score is None or r.score > min_score])
 
 
 def _hits(ranked: list[Ranked]) -> list[SearchHit]:
