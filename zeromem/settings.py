@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from pathlib import Path
 
 import dj_database_url
@@ -155,6 +156,8 @@ STATIC_ROOT = Path(env_str("ZEROMEMORY_STATIC_ROOT", str(BASE_DIR / "var" / "sta
 # WhiteNoise serves what `collectstatic` put in STATIC_ROOT (the image collects at build) and, through the finders,
 # the apps' own static files where nothing was collected (a checkout): the admin renders either way.
 WHITENOISE_USE_FINDERS = True
+# In a checkout nothing is collected, so STATIC_ROOT may not exist: the finders serve the files, no need to warn.
+warnings.filterwarnings("ignore", message="No directory at: ", category=UserWarning)  # WhiteNoise's
 # Request body limit: a full batch of 1,000 memories at the content limit is ~16 MB.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ZEROMEMORY_MAX_BODY_BYTES", 20 * 1024 * 1024, minimum=1024,
                                       maximum=512 * 1024 * 1024)
