@@ -15,9 +15,9 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from consolidation.domain.clustering import Item
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, LedgerEntry
 from zeromem.core.selectors import keyset_page
-from zeromem.models import Memory, MemoryKind, MemorySource, MemoryState, MemoryType, Tenant
+from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
 
 EPISODIC_TYPES = (MemoryType.EPISODIC, MemoryType.WORKING)
 
@@ -100,6 +100,12 @@ class ClusteringRow(MemoryRow):
     corroboration_count: int
     reward_score: float
     tags: tuple[str, ...]
+    valid_from: datetime | None
+
+    @property
+    def said_at(self) -> datetime:
+        """When the statement was made: its own validity start (its created_at where unset), never a run's time."""
+        return self.valid_from or self.created_at
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Self:
@@ -286,3 +292,81 @@ def runs_page(*, scope: RunFilter, cursor: str | None, limit: int) -> tuple[list
         if getattr(scope, name) is not None:
             runs = runs.filter(**{name: getattr(scope, name)})
     return keyset_page(runs, cursor=cursor, limit=limit)
+
+
+def run_get(*, tenant_id: int, run_id: uuid.UUID, user_id: str | None = None) -> ConsolidationRun | None:
+    """The run, when it is the tenant's (and, given `user_id`, about that user)."""
+    runs = ConsolidationRun.objects.filter(tenant_id=tenant_id, id=run_id)
+    return (runs if user_id is None else runs.filter(user_id=user_id)).first()
+
+
+# --- a memory's history -------------------------------------------------------------------------------------------
+
+HISTORY_MAX_DEPTH = 20  # citations are a tree a few levels deep; the bound only guards against a corrupted cycle
+HISTORY_MAX_ROWS = 500  # sources and ledger rows shown per memory
+
+
+@dataclass(frozen=True)
+class ProvenanceLink:
+    """One citation in a memory's provenance: `cited_by` cites `source_memory_id`, `depth` levels below the
+    memory asked about (1: cited by it directly). `source` is None once the cited memory was deleted."""
+
+    cited_by: uuid.UUID
+    source_memory_id: uuid.UUID
+    source_content_hash: str
+    depth: int
+    source: Memory | None
+
+
+@dataclass(frozen=True)
+class MemoryHistory:
+    memory: Memory
+    sources: list[ProvenanceLink]  # transitively, shallowest first
+    cited_by: list[Memory]  # the memories built from this one (directly)
+    relations: list[MemoryRelation]  # either way, from_memory and to_memory loaded
+    ledger: list[LedgerEntry]  # oldest first
+    runs: list[ConsolidationRun]  # the runs behind those ledger rows, oldest first
+
+
+def provenance_links(memory_id: uuid.UUID) -> list[ProvenanceLink]:
+    """Every citation below a memory, transitively, in one recursive query (a source reached twice keeps its
+    shallowest place); deleted sources keep their recorded id and content hash."""
+    table = MemorySource._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            WITH RECURSIVE tree(cited_by, source, content_hash, depth) AS (
+                SELECT memory_id, source_memory_id, source_content_hash, 1 FROM {table} WHERE memory_id = %s
+                UNION
+                SELECT s.memory_id, s.source_memory_id, s.source_content_hash, t.depth + 1
+                  FROM tree t JOIN {table} s ON s.memory_id = t.source WHERE t.depth < %s
+            ) SELECT DISTINCT ON (cited_by, source) cited_by, source, content_hash, depth FROM tree
+               ORDER BY cited_by, source, depth""", [memory_id, HISTORY_MAX_DEPTH])
+        rows = sorted(cursor.fetchall(), key=lambda row: (row[3], str(row[0]), str(row[1])))[:HISTORY_MAX_ROWS]
+    found = Memory.objects.in_bulk([row[1] for row in rows])
+    return [ProvenanceLink(cited_by=cited_by, source_memory_id=source, source_content_hash=content_hash,
+                           depth=depth, source=found.get(source)) for cited_by, source, content_hash, depth in rows]
+
+
+def memory_ledger(*, tenant_id: int, memory_id: uuid.UUID) -> list[LedgerEntry]:
+    """The ledger rows about a memory, oldest first: those naming it among their memories, and the merges and
+    reflections that wrote it."""
+    key = str(memory_id)
+    about = (Q(memory_ids__contains=[key]) | Q(outputs__semantic_id=key)
+             | Q(outputs__semantic_ids__contains=[key]))
+    return list(LedgerEntry.objects.filter(about, tenant_id=tenant_id).order_by("created_at", "id")
+                [:HISTORY_MAX_ROWS])
+
+
+def memory_history(*, memory: Memory) -> MemoryHistory:
+    """Where a memory came from and what happened to it: its provenance (transitively), the memories built from
+    it, the relations either way (what superseded it, what it superseded, flagged contradictions), the ledger
+    trail and the runs behind it."""
+    ledger = memory_ledger(tenant_id=memory.tenant_id, memory_id=memory.id)
+    run_ids = list(dict.fromkeys(entry.run_id for entry in ledger if entry.run_id is not None))
+    relations = (MemoryRelation.objects.filter(Q(from_memory=memory) | Q(to_memory=memory), tenant_id=memory.tenant_id)
+                 .select_related("from_memory", "to_memory").order_by("created_at", "id"))
+    cited_by = (Memory.objects.filter(tenant_id=memory.tenant_id, source_links__source_memory_id=memory.id)
+                .order_by("created_at", "id"))
+    return MemoryHistory(memory=memory, sources=provenance_links(memory.id), cited_by=list(cited_by),
+                         relations=list(relations), ledger=ledger,
+                         runs=list(ConsolidationRun.objects.filter(id__in=run_ids).order_by("created_at", "id")))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 
 from profiles.models import MemoryProfile
 from zeromem.core.selectors import MemoryFilter, SearchHit, memories_search
+from zeromem.models import Memory
 
 PROFILE_SHARE = 0.5  # at most this share of the budget goes to the profile; search results get the rest
 
@@ -27,10 +29,16 @@ class Context:
 
 
 def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, query: str,
-                  budget_chars: int, top_k: int = 30) -> Context:
+                  budget_chars: int, top_k: int = 30, as_of: datetime | None = None,
+                  include_history: bool = False) -> Context:
     """Profile summary and items (most confident first) within PROFILE_SHARE of the budget, then search results in
-    rank order; every piece is taken whole or not at all, so the text never exceeds `budget_chars`."""
-    profile = profile_get(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id, namespace=namespace)
+    rank order; every piece is taken whole or not at all, so the text never exceeds `budget_chars`.
+
+    `as_of`: the memories true at that time (see `MemoryFilter`), and no profile: a profile is today's knowledge.
+    `include_history`: superseded and consolidated memories too; a superseded one's line says since when it no
+    longer holds."""
+    profile = None if as_of else profile_get(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
+                                             namespace=namespace)
     lines: list[str] = []
     used = 0
 
@@ -44,11 +52,17 @@ def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
 
     items = _profile_lines(profile, take, int(budget_chars * PROFILE_SHARE)) if profile else []
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
-                                              namespace=namespace), query=query, top_k=top_k,
-                            min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
-    taken = [hit for hit in hits if take(f"- [{hit.memory.created_at.date().isoformat()}] {hit.memory.content}",
-                                         budget_chars)]
+                                              namespace=namespace, as_of=as_of, include_history=include_history),
+                           query=query, top_k=top_k, min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
+    taken = [hit for hit in hits if take(_memory_line(hit.memory, labelled=include_history), budget_chars)]
     return Context(text="\n".join(lines), profile=profile, profile_items=items, hits=taken)
+
+
+def _memory_line(memory: Memory, *, labelled: bool) -> str:
+    line = f"- [{memory.created_at.date().isoformat()}] {memory.content}"
+    if labelled and memory.superseded_by_id is not None and memory.valid_to is not None:
+        line += f" (superseded on {memory.valid_to.date().isoformat()})"
+    return line
 
 
 def _profile_lines(profile: MemoryProfile, take: Any, limit: int) -> list[dict[str, Any]]:

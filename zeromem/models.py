@@ -33,6 +33,9 @@ class ApiKey(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
+    # A key scoped to one user sees and writes only that user's memories, runs and profiles; null: the whole tenant.
+    user_id = models.CharField(max_length=200, null=True, blank=True,
+                               help_text="only this user's memories, runs and profiles; empty: the whole tenant")
     prefix = models.CharField(max_length=16, unique=True)
     secret_hash = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -43,7 +46,8 @@ class ApiKey(models.Model):
         verbose_name = "API key"
 
     def __str__(self) -> str:
-        return f"{self.prefix}… ({self.tenant})"
+        scope = f", user {self.user_id}" if self.user_id else ""
+        return f"{self.prefix}… ({self.tenant}{scope})"
 
 
 class MemoryType(models.TextChoices):

@@ -222,7 +222,8 @@ def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loade
         if supersede:
             memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="supersede",
                               actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
-            Memory.objects.filter(id=older.id).update(superseded_by_id=newer.id, valid_to=newer.created_at)
+            # The older statement stopped being true when the newer one was said, not when this run noticed.
+            Memory.objects.filter(id=older.id).update(superseded_by_id=newer.id, valid_to=newer.said_at)
         _, created = MemoryRelation.objects.get_or_create(
             tenant_id=tenant_id, from_memory_id=newer.id, to_memory_id=older.id,
             relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,

@@ -19,7 +19,13 @@ from consolidation.corrections.erasure import memories_erase, memory_correct, sc
 from consolidation.corrections.feedback import memory_feedback
 from consolidation.jobs.reflection import reflection_answer
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger
-from consolidation.selectors import RunFilter, reflection_scope_resolve, runs_page
+from consolidation.selectors import (
+    ProvenanceLink,
+    RunFilter,
+    memory_history,
+    reflection_scope_resolve,
+    runs_page,
+)
 from consolidation.triggers import reflection_request, session_end
 from profiles.selectors import context_build, profile_get
 from zeromem.api.errors import ApiError, BadRequest, Conflict, ErrorShapedApi, NotFound
@@ -32,6 +38,7 @@ from zeromem.api.schemas import (
     FeedbackIn,
     FeedbackOut,
     ForgetIn,
+    HistoryOut,
     ListQuery,
     MemoriesIn,
     MemoryDetailOut,
@@ -53,12 +60,13 @@ from zeromem.api.schemas import (
     SessionPath,
     StoredOut,
 )
+from zeromem.api.scope import key_scope
 from zeromem.core import selectors, services
 from zeromem.core.access import access_record
 from zeromem.core.ratelimit import rate_limit_check
 from zeromem.core.selectors import MemoryFilter
 from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
-from zeromem.models import ApiKey, Memory
+from zeromem.models import ApiKey, Memory, MemoryRelation, RelationType
 
 
 class ApiKeyAuth(HttpBearer):
@@ -82,11 +90,6 @@ def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
     return {status: ErrorOut for status in sorted({401, 422, 429, *statuses})}
 
 
-def tenant_id(request: HttpRequest) -> int:
-    key: ApiKey = request.auth
-    return int(key.tenant_id)
-
-
 def actor(request: HttpRequest) -> str:
     return f"apikey:{request.auth.prefix}"
 
@@ -107,10 +110,13 @@ def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[st
     same content in the same user and session is stored once anyway. Entities and kind are filled by built-in rules
     when not given. Batches up to ZEROMEMORY_INLINE_EMBED_MAX are embedded in the request; larger ones are stored
     first and embedded by a worker (found by keyword meanwhile)."""
+    scope = key_scope(request)
+    for memory in payload.memories:
+        scope.named_user(memory.user_id)
     # Small batches are embedded in the request; larger ones after commit, by a worker.
     inline = len(payload.memories) <= settings.ZEROMEMORY_INLINE_EMBED_MAX
     result = services.memories_ingest(
-        tenant_id=tenant_id(request), items=[services.MemoryInput(**m.model_dump()) for m in payload.memories],
+        tenant_id=scope.tenant_id, items=[services.MemoryInput(**m.model_dump()) for m in payload.memories],
         embed=inline, idempotency_key=idempotency_key(request))
     if not inline and result.created:
         enqueue_on_commit(memories_embed_task.name, memory_ids=[str(i) for i in result.ids])
@@ -121,7 +127,8 @@ def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[st
 def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, Any]:
     """Filtered by user, entity, namespace, type, state and creation time; newest first. Follow `next_cursor` for
     the next page (400 invalid_cursor for a cursor this API did not give)."""
-    scope = MemoryFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
+    key = key_scope(request)
+    scope = MemoryFilter(tenant_id=key.tenant_id, user_id=key.user(filters.user_id), entity_id=filters.entity_id,
                          namespace=filters.namespace,
                          memory_types=[filters.memory_type] if filters.memory_type else None,
                          states=[filters.state] if filters.state else None,
@@ -134,9 +141,7 @@ def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, 
 def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
     """One memory with its sources, the memories a semantic memory was built from (a deleted source keeps its id
     and content hash). 404 for an id unknown in the key's tenant."""
-    memory = selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id)
-    if memory is None:
-        raise NotFound("no such memory")
+    memory = key_scope(request).memory(memory_id)
     memory.sources = [{"source_memory_id": link.source_memory_id, "source_content_hash": link.source_content_hash,
                        "deleted": link.source is None, "content": link.source.content if link.source else None,
                        "state": link.source.state if link.source else None}
@@ -148,14 +153,75 @@ def memories_read(request: HttpRequest, memory_id: uuid.UUID) -> Memory:
 @router.post("/search", response={200: SearchOut, **errors(*BODY)}, summary="Search memories")
 def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
     """Lexical first: BM25 over a candidate pool from the full-text and vector indexes, fused with cosine
-    similarity. Active (raw) memories only unless `states` says otherwise."""
-    scope = MemoryFilter(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
-                         namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states)
+    similarity. Active (raw) memories only unless `states` says otherwise: current knowledge.
+
+    `as_of` answers what was true at that time, by the statements' own dates (valid_from ≤ as_of < valid_to),
+    superseded statements included; `include_history` adds superseded and consolidated memories. Every result
+    carries its `state`, `valid_from`, `valid_to`, `superseded_by` and `consolidated_at`."""
+    key = key_scope(request)
+    scope = MemoryFilter(tenant_id=key.tenant_id, user_id=key.user(payload.user_id), entity_id=payload.entity_id,
+                         namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states,
+                         as_of=payload.as_of, include_history=payload.include_history)
     hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k,
                                      min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
     access_record(h.memory.id for h in hits)
-    return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine}
-                        for h in hits]}
+    return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine,
+                         **validity(h.memory)} for h in hits]}
+
+
+def validity(memory: Memory) -> dict[str, Any]:
+    """The labels a history-aware read puts on each memory."""
+    return {"state": memory.state, "valid_from": memory.valid_from or memory.created_at,
+            "valid_to": memory.valid_to, "superseded_by": memory.superseded_by_id,
+            "consolidated_at": memory.consolidated_at}
+
+
+@router.get("/memories/{memory_id}/history", response={200: HistoryOut, **errors(404)},
+            summary="Trace a memory's history")
+def memory_history_view(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
+    """Where a memory came from and what happened to it: its provenance (what it was built from, transitively),
+    the memories built from it, what superseded it or what it superseded (and every other relation), the ledger
+    trail of every change that named it, and the runs behind those changes with the retrieval safety net's
+    figures. 404 for an id unknown to the key."""
+    history = memory_history(memory=key_scope(request).memory(memory_id))
+    memory = history.memory
+    superseded_by = memory.superseded_by
+    return {
+        "memory": memory,
+        "sources": [provenance_json(link) for link in history.sources],
+        "cited_by": [history_memory_json(m) for m in history.cited_by],
+        "superseded_by": history_memory_json(superseded_by) if superseded_by else None,
+        "supersedes": [history_memory_json(r.to_memory) for r in history.relations
+                       if r.relation_type == RelationType.SUPERSEDES and r.from_memory_id == memory.id],
+        "relations": [relation_json(r, memory.id) for r in history.relations],
+        "ledger": [{"id": e.id, "action": e.action, "actor": e.actor, "run_id": e.run_id, "reason": e.reason,
+                    "created_at": e.created_at, "undoable": e.undoable, "undone": e.undone_by_id is not None}
+                   for e in history.ledger],
+        "runs": [{"run_id": run.id, "kind": run.kind, "status": run.status, "trigger": run.trigger,
+                  "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+                  "error": run.error, "canaries": run.result.get("canaries") or None} for run in history.runs],
+    }
+
+
+def provenance_json(link: ProvenanceLink) -> dict[str, Any]:
+    source = link.source
+    return {"source_memory_id": link.source_memory_id, "cited_by": link.cited_by, "depth": link.depth,
+            "source_content_hash": link.source_content_hash, "deleted": source is None,
+            "content": source.content if source else None, "memory_type": source.memory_type if source else None,
+            "state": source.state if source else None, "created_at": source.created_at if source else None}
+
+
+def history_memory_json(memory: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "content": memory.content, "memory_type": memory.memory_type, "state": memory.state,
+            "created_at": memory.created_at, "valid_to": memory.valid_to}
+
+
+def relation_json(relation: MemoryRelation, memory_id: uuid.UUID) -> dict[str, Any]:
+    outgoing = relation.from_memory_id == memory_id
+    return {"relation_type": relation.relation_type, "direction": "outgoing" if outgoing else "incoming",
+            "memory": history_memory_json(relation.to_memory if outgoing else relation.from_memory),
+            "flagged": relation.flagged, "reason": str(relation.metadata.get("reason", "")),
+            "created_at": relation.created_at}
 
 
 @router.delete("/memories/{memory_id}", response={200: ErasureOut, **errors(404)}, summary="Erase one memory")
@@ -163,9 +229,9 @@ def memory_erase(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
     """The memory and everything built from it: the semantic memories citing it are erased too (their other
     sources become active again), profile items citing them are removed and their text is scrubbed from the
     ledger and run results. Answers the counts."""
-    if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
-        raise NotFound("no such memory")
-    return memories_erase(tenant_id=tenant_id(request), memory_ids=[memory_id], actor=actor(request),
+    scope = key_scope(request)
+    scope.memory(memory_id)
+    return memories_erase(tenant_id=scope.tenant_id, memory_ids=[memory_id], actor=actor(request),
                           reason="erasure request").as_json()
 
 
@@ -175,10 +241,10 @@ def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn
     """New content: re-embedded, search counters updated, what was built from the old text unwound, a ledger row
     with the old and new hash, `memory.updated`. 409 when the same content is already stored in the memory's
     session."""
-    if selectors.memory_get(tenant_id=tenant_id(request), memory_id=memory_id) is None:
-        raise NotFound("no such memory")
+    scope = key_scope(request)
+    scope.memory(memory_id)
     try:
-        memory_correct(tenant_id=tenant_id(request), memory_id=memory_id, content=payload.content,
+        memory_correct(tenant_id=scope.tenant_id, memory_id=memory_id, content=payload.content,
                        actor=actor(request))
     except IntegrityError as exc:  # the session's unique content hash: not a conflict anywhere else
         raise Conflict("the same content is already stored in this memory's session") from exc
@@ -190,7 +256,9 @@ def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn
 def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: FeedbackIn) -> dict[str, Any]:
     """`{"useful": true|false}` moves the memory's reward a ZEROMEMORY_FEEDBACK_STEP share of the way towards +1 or
     −1; consolidation reads it into stability."""
-    reward = memory_feedback(tenant_id=tenant_id(request), memory_id=memory_id, useful=payload.useful,
+    scope = key_scope(request)
+    scope.memory(memory_id)
+    reward = memory_feedback(tenant_id=scope.tenant_id, memory_id=memory_id, useful=payload.useful,
                              actor=actor(request), step=settings.ZEROMEMORY_FEEDBACK_STEP)
     return {"id": memory_id, "reward_score": reward}
 
@@ -201,7 +269,8 @@ def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: Fe
 def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
     """What reflection learnt about a user and entity (omit entity_id for the user-wide profile): preferences,
     behaviors, facts and a summary. 404 until a reflection has written one."""
-    profile = profile_get(tenant_id=tenant_id(request), user_id=filters.user_id,
+    scope = key_scope(request)
+    profile = profile_get(tenant_id=scope.tenant_id, user_id=scope.named_user(filters.user_id),
                           entity_id=filters.entity_id, namespace=filters.namespace)
     if profile is None:
         raise NotFound("no profile for this user/entity yet")
@@ -211,9 +280,16 @@ def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
 @router.post("/context", response={200: ContextOut, **errors(*BODY)}, summary="Build the context for a prompt")
 def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
     """What an agent injects into its prompt: the profile's summary and items (most confident first, at most half
-    the budget), then the best search results in rank order, each taken whole, never past `budget_chars`."""
-    built = context_build(tenant_id=tenant_id(request), user_id=payload.user_id, entity_id=payload.entity_id,
-                          namespace=payload.namespace, query=payload.query, budget_chars=payload.budget_chars)
+    the budget), then the best search results in rank order, each taken whole, never past `budget_chars`.
+
+    `as_of` builds it from what was true at that time (as POST /search), without the profile (today's knowledge);
+    `include_history` adds superseded and consolidated memories, a superseded one's line saying since when it no
+    longer holds."""
+    scope = key_scope(request)
+    built = context_build(tenant_id=scope.tenant_id, user_id=scope.named_user(payload.user_id),
+                          entity_id=payload.entity_id, namespace=payload.namespace, query=payload.query,
+                          budget_chars=payload.budget_chars, as_of=payload.as_of,
+                          include_history=payload.include_history)
     profile = built.profile
     access_record(h.memory.id for h in built.hits)
     return {"context": built.text, "chars": len(built.text), "budget_chars": payload.budget_chars,
@@ -221,7 +297,8 @@ def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
                 "entity_id": profile.entity_id or None, "version": profile.version, "summary": profile.summary,
                 "items": built.profile_items},
             "memories": [{"id": h.memory.id, "content": h.memory.content, "memory_type": h.memory.memory_type,
-                          "created_at": h.memory.created_at, "score": h.score} for h in built.hits]}
+                          "created_at": h.memory.created_at, "score": h.score, **validity(h.memory)}
+                         for h in built.hits]}
 
 
 # --- reflection and runs -------------------------------------------------------------------------------------
@@ -237,21 +314,24 @@ def reflect(request: HttpRequest, payload: ReflectIn, options: Query[ReflectQuer
     worker claims the run within 2 s, past the wait, or at once with `?async=1`. 404: no memories for this scope;
     400: the entity spans several users (pass user_id); 409 with Retry-After: a clustering run held the user's
     memories for the whole wait; 503: the run failed (the LLM down, the budget spent)."""
-    scope = reflection_scope_resolve(tenant_id=tenant_id(request), namespace=payload.namespace,
-                                     entity_id=payload.entity_id, user_id=payload.user_id)
+    key = key_scope(request)
+    scope = reflection_scope_resolve(tenant_id=key.tenant_id, namespace=payload.namespace,
+                                     entity_id=payload.entity_id, user_id=key.user(payload.user_id))
     run = reflection_request(scope=scope, trigger=RunTrigger.API, force=payload.force,
                              wait_seconds=0.0 if options.async_ else settings.ZEROMEMORY_REFLECT_WAIT_SECONDS)
     if options.async_ or run.status in ACTIVE_STATUSES:
         return Status(202, {"run_id": run.id, "status": run.status})
     if run.status != RunStatus.SUCCEEDED:
         raise ApiError(503, "error", f"reflection {run.status}: {run.error or 'no reason recorded'} (run {run.id})")
-    return Status(200, reflection_answer(run))
+    return Status(200, {**reflection_answer(run), "usage": usage_json(run)})
 
 
 @router.get("/runs", response={200: RunsPageOut, **errors(400)}, summary="List runs")
 def runs_list(request: HttpRequest, filters: Query[RunsQuery]) -> dict[str, Any]:
-    """The tenant's runs, newest first: follow what a session end, a reflect request or the schedules started."""
-    scope = RunFilter(tenant_id=tenant_id(request), user_id=filters.user_id, entity_id=filters.entity_id,
+    """The tenant's runs, newest first: follow what a session end, a reflect request or the schedules started.
+    Each carries its `usage` (LLM calls, tokens, cost)."""
+    key = key_scope(request)
+    scope = RunFilter(tenant_id=key.tenant_id, user_id=key.user(filters.user_id), entity_id=filters.entity_id,
                       kind=filters.kind, status=filters.status)
     page, next_cursor = runs_page(scope=scope, cursor=filters.cursor, limit=filters.limit)
     return {"runs": [run_json(run) for run in page], "next_cursor": next_cursor}
@@ -259,12 +339,9 @@ def runs_list(request: HttpRequest, filters: Query[RunsQuery]) -> dict[str, Any]
 
 @router.get("/runs/{run_id}", response={200: RunOut, **errors(404)}, summary="Read a run")
 def run_read(request: HttpRequest, run_id: uuid.UUID) -> dict[str, Any]:
-    """Any run of the tenant: status, progress (`calls_done` / `calls_planned`), tokens, error, and the result once
-    finished."""
-    run = ConsolidationRun.objects.filter(tenant_id=tenant_id(request), id=run_id).first()
-    if run is None:
-        raise NotFound("no such run")
-    return run_json(run)
+    """Any run of the tenant: status, progress (`calls_done` / `calls_planned`), tokens, `usage` (LLM calls, tokens,
+    cost), error, and the result once finished."""
+    return run_json(key_scope(request).run(run_id))
 
 
 def run_json(run: ConsolidationRun) -> dict[str, Any]:
@@ -275,8 +352,13 @@ def run_json(run: ConsolidationRun) -> dict[str, Any]:
             "progress": {"calls_done": int(run.result.get("calls_done", 0)),
                          "calls_planned": int(run.result.get("calls_planned", 0))},
             "llm_calls": run.llm_calls, "prompt_tokens": run.prompt_tokens,
-            "completion_tokens": run.completion_tokens, "error": run.error,
+            "completion_tokens": run.completion_tokens, "usage": usage_json(run), "error": run.error,
             "result": run_result(run) if finished else None}
+
+
+def usage_json(run: ConsolidationRun) -> dict[str, Any]:
+    return {"llm_calls": run.llm_calls, "prompt_tokens": run.prompt_tokens,
+            "completion_tokens": run.completion_tokens, "cost_usd": float(run.cost_usd)}
 
 
 def run_result(run: ConsolidationRun) -> dict[str, Any]:
@@ -292,7 +374,8 @@ def run_result(run: ConsolidationRun) -> dict[str, Any]:
 def forget(request: HttpRequest, payload: ForgetIn) -> dict[str, Any]:
     """`{"user_id"}` forgets a user, `{"entity_id"}` (optionally with user_id) an entity: every memory about them,
     what was derived from them, their profiles, and their text in ledger rows and run results."""
-    return scope_erase(tenant_id=tenant_id(request), actor=actor(request), user_id=payload.user_id,
+    scope = key_scope(request)
+    return scope_erase(tenant_id=scope.tenant_id, actor=actor(request), user_id=scope.user(payload.user_id),
                        entity_id=payload.entity_id)
 
 
@@ -301,7 +384,9 @@ def session_end_view(request: HttpRequest, path: Path[SessionPath], payload: Ses
     """The first time, enqueues one consolidation pass for the user (a forced clustering run, then reflection of
     the entities that became eligible) and answers that clustering run; again later, `queued: false` and
     `run_ids: []` (nothing runs twice)."""
-    ended = session_end(tenant_id=tenant_id(request), user_id=payload.user_id, session_id=path.session_id)
+    scope = key_scope(request)
+    ended = session_end(tenant_id=scope.tenant_id, user_id=scope.named_user(payload.user_id),
+                        session_id=path.session_id)
     return Status(202, {"session_id": path.session_id, "user_id": payload.user_id, "queued": ended.queued,
                         "run_ids": list(ended.run_ids)})
 

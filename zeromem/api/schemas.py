@@ -174,10 +174,18 @@ class MemoryOut(Schema):
     archived_at: datetime | None = Field(description="When it was archived.")
     superseded_by_id: uuid.UUID | None = Field(description="The memory that replaced it, when a newer statement "
                                                            "did.")
+    valid_from: datetime = Field(description="Since when the statement holds, by its own date (its created_at, or "
+                                             "for a semantic memory its oldest source's).")
+    valid_to: datetime | None = Field(description="Until when it held: the date of the newer statement that "
+                                                  "superseded it; null while it still holds.")
 
     @staticmethod
     def resolve_has_embedding(obj: Memory) -> bool:
         return obj.embedding is not None
+
+    @staticmethod
+    def resolve_valid_from(obj: Memory) -> datetime:
+        return obj.valid_from or obj.created_at
 
 
 class SourceOut(Schema):
@@ -229,6 +237,18 @@ class SearchIn(Strict):
         default_factory=lambda: ["raw"],  # type: ignore[arg-type]
         description="Only these states (default: active, i.e. raw).")
     top_k: int = Field(10, ge=1, le=100, strict=True, description="How many results, 1–100 (a JSON number).")
+    as_of: datetime | None = Field(None, description="What was true at this time (with a time zone), by the "
+                                                     "statements' own dates: a memory counts when valid_from ≤ as_of "
+                                                     "< valid_to (no valid_to: still true), superseded statements "
+                                                     "included. Omit for current knowledge.")
+    include_history: bool = Field(False, strict=True, description="Also superseded and consolidated memories, each "
+                                                                  "labelled with its state, superseded_by and "
+                                                                  "valid_to / consolidated_at (a JSON boolean).")
+
+    @field_validator("as_of")
+    @classmethod
+    def as_of_in_utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
 
 
 class HitOut(Schema):
@@ -237,10 +257,91 @@ class HitOut(Schema):
                                      "similarity (higher is better).")
     bm25: float = Field(description="Its raw BM25 score for the query's words.")
     cosine: float | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
+    state: str = Field(description="raw (current), consolidated (folded into a semantic memory) or archived "
+                                   "(with include_history or as_of: superseded).")
+    valid_from: datetime = Field(description="Since when it holds, by its own date.")
+    valid_to: datetime | None = Field(description="Until when it held (the newer statement's date); null while it "
+                                                  "still holds.")
+    superseded_by: uuid.UUID | None = Field(description="The memory that replaced it; null when none did.")
+    consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory; null if never.")
 
 
 class SearchOut(Schema):
     results: list[HitOut] = Field(description="Best first, at most top_k.")
+
+
+class ProvenanceOut(Schema):
+    source_memory_id: uuid.UUID = Field(description="The cited memory's id (kept after it is deleted).")
+    cited_by: uuid.UUID = Field(description="The memory citing it: the memory asked about, or one of its sources.")
+    depth: int = Field(description="1: cited by the memory asked about; 2: by one of its sources; and so on.")
+    source_content_hash: str = Field(description="sha256 of the cited memory's content (kept after it is deleted).")
+    deleted: bool = Field(description="True when the cited memory no longer exists.")
+    content: str | None = Field(description="Its text; null once deleted.")
+    memory_type: str | None = Field(description="episodic, working or semantic; null once deleted.")
+    state: str | None = Field(description="Its state; null once deleted.")
+    created_at: datetime | None = Field(description="When it was said; null once deleted.")
+
+
+class HistoryMemoryOut(Schema):
+    id: uuid.UUID = Field(description="The memory's id.")
+    content: str = Field(description="Its text.")
+    memory_type: str = Field(description="episodic, working or semantic.")
+    state: str = Field(description="raw, consolidated or archived.")
+    created_at: datetime = Field(description="When it was said (a semantic memory: when it was written).")
+    valid_to: datetime | None = Field(description="Until when it held, when a newer statement superseded it.")
+
+
+class RelationOut(Schema):
+    relation_type: str = Field(description="supersedes, contradicts, derived_from, related, implies, specializes "
+                                           "or causes.")
+    direction: Literal["outgoing", "incoming"] = Field(
+        description="outgoing: this memory → the other (e.g. this one supersedes it); incoming: the other → this "
+                    "memory (e.g. the other superseded this one).")
+    memory: HistoryMemoryOut = Field(description="The memory at the other end.")
+    flagged: bool = Field(description="Waiting for an operator's review (a contradiction).")
+    reason: str = Field(description="Why the relation was made (e.g. update cue); '' when not recorded.")
+    created_at: datetime = Field(description="When the relation was made.")
+
+
+class LedgerEntryOut(Schema):
+    id: int = Field(description="The ledger row's id.")
+    action: str = Field(description="What was done: merge, supersede, contradiction.flagged, transition.<operation> "
+                                    "(consolidate, supersede, decay, restore, …), reflection, correct, feedback, "
+                                    "unmerge, restore, review.<decision>, ….")
+    actor: str = Field(description="Who did it: run:<id>, apikey:<prefix>, admin:<name> or safety-net:run:<id>.")
+    run_id: uuid.UUID | None = Field(description="The run it was part of; null for a request or an operator.")
+    reason: str = Field(description="Why, in words.")
+    created_at: datetime = Field(description="When.")
+    undoable: bool = Field(description="Whether it can be undone.")
+    undone: bool = Field(description="Whether it was undone (by a later ledger row).")
+
+
+class HistoryRunOut(Schema):
+    run_id: uuid.UUID = Field(description="The run's id (GET /runs/{run_id}).")
+    kind: str = Field(description="clustering, reflection or lifecycle.")
+    status: str = Field(description="pending, running, succeeded, failed or skipped.")
+    trigger: str = Field(description="What started it: beat, api, admin, cli or session_end.")
+    created_at: datetime = Field(description="When it was requested.")
+    started_at: datetime | None = Field(description="When a worker claimed it.")
+    finished_at: datetime | None = Field(description="When it ended.")
+    error: str = Field(description="Why it failed ('' otherwise).")
+    canaries: dict[str, Any] | None = Field(
+        description="The retrieval safety net's figures, when it measured the run: {canaries, recall_before, "
+                    "recall_after, max_drop, failed, worse}; null when it did not.")
+
+
+class HistoryOut(Schema):
+    memory: MemoryOut = Field(description="The memory, as GET /memories/{memory_id} answers it (without sources).")
+    sources: list[ProvenanceOut] = Field(description="Its provenance: what it was built from, transitively "
+                                                     "(shallowest first); [] for an episode.")
+    cited_by: list[HistoryMemoryOut] = Field(description="The memories built from it (directly).")
+    superseded_by: HistoryMemoryOut | None = Field(description="The newer statement that replaced it; null when "
+                                                               "none did.")
+    supersedes: list[HistoryMemoryOut] = Field(description="The older statements it replaced.")
+    relations: list[RelationOut] = Field(description="Every relation either way (supersedes, flagged "
+                                                     "contradictions, …), oldest first.")
+    ledger: list[LedgerEntryOut] = Field(description="Every change that named it, oldest first (at most 500).")
+    runs: list[HistoryRunOut] = Field(description="The runs behind those changes, oldest first.")
 
 
 class CorrectIn(Strict):
@@ -295,6 +396,17 @@ class ContextIn(Strict):
     namespace: str = Field("global", min_length=1, max_length=100, description="The namespace.")
     budget_chars: int = Field(2000, ge=100, le=50_000, strict=True,
                               description="The most characters the context may take, 100–50,000 (a JSON number).")
+    as_of: datetime | None = Field(None, description="Build it from what was true at this time (with a time zone), "
+                                                     "as POST /search's as_of; the profile (today's knowledge) is "
+                                                     "then left out.")
+    include_history: bool = Field(False, strict=True, description="Also superseded and consolidated memories; a "
+                                                                  "superseded one's line ends with \"(superseded on "
+                                                                  "<date>)\" (a JSON boolean).")
+
+    @field_validator("as_of")
+    @classmethod
+    def as_of_in_utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value)
 
 
 class ContextMemoryOut(Schema):
@@ -303,6 +415,13 @@ class ContextMemoryOut(Schema):
     memory_type: str = Field(description="episodic, working or semantic.")
     created_at: datetime = Field(description="When it was said.")
     score: float = Field(description="Its search score.")
+    state: str = Field(description="raw (current), consolidated (folded into a semantic memory) or archived "
+                                   "(with include_history or as_of: superseded).")
+    valid_from: datetime = Field(description="Since when it holds, by its own date.")
+    valid_to: datetime | None = Field(description="Until when it held (the newer statement's date); null while it "
+                                                  "still holds.")
+    superseded_by: uuid.UUID | None = Field(description="The memory that replaced it; null when none did.")
+    consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory; null if never.")
 
 
 class ContextOut(Schema):
@@ -337,6 +456,13 @@ class ReflectQuery(Strict):
     async_: bool = Field(False, alias="async", description="Answer 202 with the run at once instead of waiting.")
 
 
+class UsageOut(Schema):
+    llm_calls: int = Field(description="LLM calls made.")
+    prompt_tokens: int = Field(description="Prompt tokens spent.")
+    completion_tokens: int = Field(description="Completion tokens spent.")
+    cost_usd: float = Field(description="What the calls cost, in US dollars (0 for the built-in engine).")
+
+
 class ReflectOut(Schema):
     entity_id: str | None = Field(description="The entity reflected on; null when user-wide.")
     user_id: str | None = Field(None, description="The user, for a user-wide reflection only.")
@@ -347,6 +473,7 @@ class ReflectOut(Schema):
     profile_updated: bool = Field(description="Whether the profile changed.")
     run_id: uuid.UUID = Field(description="The reflection run (GET /runs/{run_id}).")
     status: str = Field(description="succeeded (a run that did not succeed answers 503).")
+    usage: UsageOut = Field(description="What the run spent on the LLM.")
 
 
 class RunAcceptedOut(Schema):
@@ -370,6 +497,7 @@ class RunOut(Schema):
     llm_calls: int = Field(description="LLM calls made.")
     prompt_tokens: int = Field(description="Prompt tokens spent.")
     completion_tokens: int = Field(description="Completion tokens spent.")
+    usage: UsageOut = Field(description="What it spent on the LLM: calls, tokens and cost.")
     error: str = Field(description="Why it failed ('' otherwise).")
     result: dict[str, Any] | None = Field(description="Once finished: a reflection's answer (as POST /reflect), or "
                                                       "{reviewed, clusters, merged, created, superseded}; null "

@@ -12,17 +12,23 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet, Sum
+from django.db.models import Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from zeromem.core.adapters.embeddings import embed_query
 from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
+from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
 from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState, TermStat, UserSearchStats
 
 
 @dataclass(frozen=True)
 class MemoryFilter:
+    """Which memories a read covers. `as_of`: what was true at that time by the statements' own dates —
+    valid_from (its created_at where unset) ≤ as_of < valid_to (unset: still valid) — superseded statements
+    included. `include_history`: superseded and consolidated memories as well as `states`."""
+
     tenant_id: int
     user_id: str | None = None
     entity_id: str | None = None
@@ -31,6 +37,21 @@ class MemoryFilter:
     states: Sequence[str] | None = (MemoryState.RAW,)  # active memories only, unless asked
     created_after: datetime | None = None
     created_before: datetime | None = None
+    as_of: datetime | None = None
+    include_history: bool = False
+
+    @property
+    def state_list(self) -> list[str]:
+        """The states asked for, plus consolidated with `include_history`; [] = any state."""
+        if not self.states:
+            return []
+        extra = [MemoryState.CONSOLIDATED] if self.include_history else []
+        return list(dict.fromkeys([*self.states, *extra]))
+
+    @property
+    def with_superseded(self) -> bool:
+        """Superseded statements (archived) count too: they were true until their successor's date."""
+        return bool(self.states) and (self.as_of is not None or self.include_history)
 
 
 def _scope_sql(scope: MemoryFilter) -> tuple[str, list[Any]]:
@@ -42,9 +63,13 @@ def _scope_sql(scope: MemoryFilter) -> tuple[str, list[Any]]:
         if value is not None:
             clauses.append(f"m.{column} = %s")
             params.append(value)
-    if scope.states:
-        clauses.append("m.state = ANY(%s)")
-        params.append(list(scope.states))
+    if scope.state_list:
+        superseded = " OR (m.state = %s AND m.archive_reason = %s)" if scope.with_superseded else ""
+        clauses.append(f"(m.state = ANY(%s){superseded})")
+        params += [scope.state_list] + ([MemoryState.ARCHIVED, SUPERSEDED] if scope.with_superseded else [])
+    if scope.as_of is not None:
+        clauses.append("coalesce(m.valid_from, m.created_at) <= %s AND (m.valid_to IS NULL OR m.valid_to > %s)")
+        params += [scope.as_of, scope.as_of]
     if scope.memory_types:
         clauses.append("m.memory_type = ANY(%s)")
         params.append(list(scope.memory_types))
@@ -63,8 +88,14 @@ def memories_filter(scope: MemoryFilter) -> QuerySet[Memory]:
                               ("namespace", scope.namespace)):
         if value is not None:
             queryset = queryset.filter(**{field_name: value})
-    if scope.states:
-        queryset = queryset.filter(state__in=scope.states)
+    if scope.state_list:
+        states = Q(state__in=scope.state_list)
+        if scope.with_superseded:
+            states |= Q(state=MemoryState.ARCHIVED, archive_reason=SUPERSEDED)
+        queryset = queryset.filter(states)
+    if scope.as_of is not None:
+        queryset = (queryset.alias(valid_since=Coalesce("valid_from", "created_at"))
+                    .filter(Q(valid_since__lte=scope.as_of) & (Q(valid_to__isnull=True) | Q(valid_to__gt=scope.as_of))))
     if scope.memory_types:
         queryset = queryset.filter(memory_type__in=scope.memory_types)
     if scope.created_after:
@@ -219,8 +250,10 @@ def keyset_page(queryset: QuerySet[Any], *, cursor: str | None, limit: int) -> t
     return page, (encode_cursor(page[-1]) if more and page else None)
 
 
-def memory_get(*, tenant_id: int, memory_id: uuid.UUID) -> Memory | None:
-    return Memory.objects.filter(tenant_id=tenant_id, id=memory_id).first()
+def memory_get(*, tenant_id: int, memory_id: uuid.UUID, user_id: str | None = None) -> Memory | None:
+    """The memory, when it is in the tenant (and, given `user_id`, that user's)."""
+    memories = Memory.objects.filter(tenant_id=tenant_id, id=memory_id)
+    return (memories if user_id is None else memories.filter(user_id=user_id)).first()
 
 
 def memory_sources(*, memory: Memory) -> list[MemorySource]:

@@ -283,9 +283,10 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def apikey_create(*, tenant: Tenant, name: str = "") -> tuple[ApiKey, str]:
-    """A new key; the full secret is returned once and never stored."""
-    key = ApiKey(tenant=tenant, name=name)
+def apikey_create(*, tenant: Tenant, name: str = "", user_id: str | None = None) -> tuple[ApiKey, str]:
+    """A new key; the full secret is returned once and never stored. With `user_id`, the key sees and writes only
+    that user of the tenant (the API answers 404 for any other)."""
+    key = ApiKey(tenant=tenant, name=name, user_id=user_id or None)
     return key, apikey_issue(key=key)
 
 

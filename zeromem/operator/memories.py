@@ -17,7 +17,7 @@ from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryRelat
 
 class ApiKeyInline(admin.TabularInline):
     model = ApiKey
-    fields = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("name", "user_id", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -36,11 +36,15 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "name", "tenant", "created_at", "last_used_at", "revoked_at")
+    list_display = ("prefix", "name", "tenant", "user_id", "created_at", "last_used_at", "revoked_at")
     list_filter = ("tenant", ("revoked_at", admin.EmptyFieldListFilter))
-    search_fields = ("prefix", "name", "tenant__name")
+    search_fields = ("prefix", "name", "tenant__name", "user_id")
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
-    fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("tenant", "name", "user_id", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
+        # A key's user scope is fixed when it is issued: widening a live key would hand its holder other users.
+        return (*self.readonly_fields, "user_id") if obj is not None else self.readonly_fields
     actions = ["revoke"]
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:

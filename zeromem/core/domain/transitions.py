@@ -30,6 +30,10 @@ TRANSITIONS: dict[str, Transition] = {t.operation: t for t in (
     Transition("restore", ARCHIVED, RAW, "undo of a supersede or archive"),
 )}
 
+# A memory archived by an operation keeps the operation's name as its archive reason: this one marks a statement a
+# newer one replaced, which history-aware reads (as_of, include_history) still cover.
+SUPERSEDED = "supersede"
+
 # An undo's retraction is final: restoring it would resurrect what an operator explicitly took back.
 UNRESTORABLE_ARCHIVE_REASONS = frozenset({"retract"})
 

@@ -2,10 +2,12 @@
 application in-process (Django's test client over the real database and broker).
 
 1. Authorization matrix, generated from the URL configuration: every API operation × {no key, malformed key,
-   revoked key, another tenant's key, own key} and every admin page × {anonymous, non-staff, staff}. Each cell's
-   expected answer is written down below (EXPECTED_API, the admin rules); a URL pattern the matrix does not know
-   is itself a failure, so a new endpoint cannot be forgotten. After the other-tenant column, the owner's data
-   must be exactly as before.
+   revoked key, another tenant's key, a key of the owner's tenant scoped to another user, a key scoped to the
+   owner's user, own key} and every admin page × {anonymous, non-staff, staff}. Each cell's expected answer is
+   written down below (EXPECTED_API, the admin rules); a URL pattern the matrix does not know is itself a
+   failure, so a new endpoint cannot be forgotten. After the other-tenant and other-user columns, the owner's data
+   must be exactly as before, and no answer in them may carry any of it. The owner-user column runs in a world of
+   its own (like the own column, it ends by erasing the owner's data).
 2. Hostile input: property-based cases for every operation from the OpenAPI schema (schemathesis; valid and
    invalid data), plus hand-written ones (huge strings, deep JSON, NUL bytes, invalid UTF-8, SQL and prompt text,
    negative and enormous numbers, far-future dates, odd headers). No answer may be a 5xx; a rejected request
@@ -38,32 +40,40 @@ from zeromem.core import services
 from zeromem.models import Memory
 
 API = "api/v1/public/memory/v2/"
-KEYS = ("none", "malformed", "revoked", "other_tenant", "own")
+KEYS = ("none", "malformed", "revoked", "other_tenant", "other_user", "own_user", "own")
+OWNER_KEYS = ("own_user", "own")  # the columns that may change the owner's data
 PUBLIC_API = {"openapi.json", "docs"}  # the schema and its viewer need no key
-# Expected status per API operation (method, route under API) for another tenant's key and for the owner's key;
-# no key, a malformed key and a revoked key always get 401. Another tenant's key never sees the owner's data:
-# object routes answer 404, collection routes answer only from the caller's own (empty) tenant.
+# Expected status per API operation (method, route under API) for another tenant's key, for a key of the owner's
+# tenant scoped to another user, for a key scoped to the owner's user and for the owner's (tenant-wide) key; no
+# key, a malformed key and a revoked key always get 401. Another tenant's key never sees the owner's data: object
+# routes answer 404, collection routes answer only from the caller's own (empty) tenant. A key scoped to another
+# user answers 404 to every request, since each names the owner's user or one of the owner's objects (as an unknown
+# user would: nothing says the owner's user exists). A key scoped to the owner's user answers as the owner's key.
 EXPECTED_API: dict[tuple[str, str], dict[str, int]] = {
-    ("POST", "memories"): {"other_tenant": 201, "own": 201},
-    ("GET", "memories"): {"other_tenant": 200, "own": 200},
-    ("GET", "memories/<memory_id>"): {"other_tenant": 404, "own": 200},
-    ("DELETE", "memories/<memory_id>"): {"other_tenant": 404, "own": 200},
-    ("PATCH", "memories/<memory_id>"): {"other_tenant": 404, "own": 200},
-    ("POST", "search"): {"other_tenant": 200, "own": 200},
-    ("GET", "profile"): {"other_tenant": 404, "own": 200},
-    ("POST", "reflect"): {"other_tenant": 404, "own": 202},
-    ("GET", "runs/<run_id>"): {"other_tenant": 404, "own": 200},
-    ("GET", "runs"): {"other_tenant": 200, "own": 200},  # another tenant's list holds only its own runs
-    ("POST", "context"): {"other_tenant": 200, "own": 200},
-    ("POST", "forget"): {"other_tenant": 200, "own": 200},
-    ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "own": 202},
-    ("POST", "memories/<memory_id>/feedback"): {"other_tenant": 404, "own": 200},
+    ("POST", "memories"): {"other_tenant": 201, "other_user": 404, "own_user": 201, "own": 201},
+    ("GET", "memories"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
+    ("GET", "memories/<memory_id>"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("DELETE", "memories/<memory_id>"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("PATCH", "memories/<memory_id>"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("POST", "search"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
+    ("GET", "profile"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("POST", "reflect"): {"other_tenant": 404, "other_user": 404, "own_user": 202, "own": 202},
+    ("GET", "runs/<run_id>"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    # Another tenant's list holds only its own runs.
+    ("GET", "runs"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
+    ("POST", "context"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
+    ("POST", "forget"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
+    ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "other_user": 404, "own_user": 202, "own": 202},
+    ("POST", "memories/<memory_id>/feedback"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("GET", "memories/<memory_id>/history"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
 }
 # Everything else in the URL configuration. /metrics takes the metrics token, never an API key. /healthz is
 # public on purpose (load balancers, container healthchecks): it says only whether the database and broker answer.
 EXPECTED_OTHER: dict[str, dict[str, int]] = {
-    "metrics": {"none": 401, "malformed": 401, "revoked": 401, "other_tenant": 401, "own": 200},
-    "healthz": {"none": 200, "malformed": 200, "revoked": 200, "other_tenant": 200, "own": 200},
+    "metrics": {"none": 401, "malformed": 401, "revoked": 401, "other_tenant": 401, "other_user": 401,
+                "own_user": 401, "own": 200},
+    "healthz": {"none": 200, "malformed": 200, "revoked": 200, "other_tenant": 200, "other_user": 200,
+                "own_user": 200, "own": 200},
 }
 ADMIN_ANONYMOUS = 302  # anonymous and non-staff users are sent to the login page
 ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200,
@@ -102,6 +112,11 @@ class World:
     run_id: uuid.UUID
     owner_tenant_id: int
 
+    @property
+    def owner_markers(self) -> tuple[str, ...]:
+        """What no answer to another tenant's or another user's key may contain: the owner's ids and text."""
+        return str(self.memory_id), str(self.run_id), "Owner memory", "owner profile"
+
 
 def build_world() -> World:
 
@@ -118,6 +133,8 @@ def build_world() -> World:
                                           status="succeeded")
     return World(secrets={"none": None, "malformed": "zm_not-a-real-key", "revoked": revoked,
                           "other_tenant": services.apikey_create(tenant=other)[1],
+                          "other_user": services.apikey_create(tenant=owner, user_id="other-user")[1],
+                          "own_user": services.apikey_create(tenant=owner, user_id="owner-user")[1],
                           "own": services.apikey_create(tenant=owner)[1]},
                  memory_id=ids[0], run_id=run.id, owner_tenant_id=owner.id)
 
@@ -160,9 +177,9 @@ def api_request_for(method: str, route: str, world: World) -> tuple[str, dict[st
     path = (route.replace("<memory_id>", str(world.memory_id)).replace("<run_id>", str(world.run_id))
             .replace("<session_id>", "s11"))
     bodies: dict[tuple[str, str], Any] = {
-        ("POST", "memories"): {"memories": [{"content": "authz probe", "user_id": "probe-user"}]},
+        ("POST", "memories"): {"memories": [{"content": "authz probe", "user_id": "owner-user"}]},
         ("PATCH", "memories/<memory_id>"): {"content": "Owner memory 0: the billing-api runs on port 8000."},
-        ("POST", "search"): {"query": "billing-api port"},
+        ("POST", "search"): {"query": "billing-api port", "user_id": "owner-user"},
         ("POST", "reflect"): {"entity_id": "svc"},
         ("POST", "context"): {"query": "billing-api", "user_id": "owner-user"},
         ("POST", "forget"): {"user_id": "owner-user"},
@@ -170,7 +187,8 @@ def api_request_for(method: str, route: str, world: World) -> tuple[str, dict[st
         ("POST", "memories/<memory_id>/feedback"): {"useful": True},
     }
     query = {("GET", "profile"): "?user_id=owner-user&entity_id=svc",
-             ("GET", "memories"): "?user_id=owner-user", ("POST", "reflect"): "?async=1"}
+             ("GET", "memories"): "?user_id=owner-user", ("GET", "runs"): "?user_id=owner-user",
+             ("POST", "reflect"): "?async=1"}
     return "/" + API + path + query.get((method, route), ""), bodies.get((method, route), {})
 
 
@@ -182,11 +200,11 @@ def expected_api(method: str, route: str, key: str) -> int:
     return EXPECTED_API[(method, route)][key]
 
 
-def check_api(world: World, report: Report) -> None:
+def check_api(world: World, report: Report, keys: tuple[str, ...]) -> None:
     operations = list(api_operations())
     # The owner's destructive calls go last, so every other cell sees the owner's data in place.
     operations.sort(key=lambda op: (op[0], op[1]) in {("POST", "forget"), ("DELETE", "memories/<memory_id>")})
-    for key in ("none", "malformed", "revoked", "other_tenant", "own"):
+    for key in keys:
         before = owner_fingerprint(world)
         for method, route in operations:
             report.endpoints.add(f"{method} /{API}{route}")
@@ -196,13 +214,16 @@ def check_api(world: World, report: Report) -> None:
             path, body = api_request_for(method, route, world)
             secret = world.secrets[key]
             headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-            status = Client(raise_request_exception=False).generic(method, path, json.dumps(body) if body else "",
-                                      content_type="application/json", headers=headers).status_code
+            response = Client(raise_request_exception=False).generic(
+                method, path, json.dumps(body) if body else "", content_type="application/json", headers=headers)
             report.authz_cases += 1
-            if status != expected_api(method, route, key):
-                report.authz_failures.append(f"{method} {path} with {key} key: {status}, expected "
+            if response.status_code != expected_api(method, route, key):
+                report.authz_failures.append(f"{method} {path} with {key} key: {response.status_code}, expected "
                                              f"{expected_api(method, route, key)}")
-        if key != "own" and owner_fingerprint(world) != before:
+            leaked = [m for m in world.owner_markers if m in response.content.decode(errors="replace")]
+            if key in ("other_tenant", "other_user") and route not in PUBLIC_API and leaked:
+                report.authz_failures.append(f"{method} {path} with {key} key answered the owner's data: {leaked}")
+        if key not in OWNER_KEYS and owner_fingerprint(world) != before:
             report.authz_failures.append(f"the owner's data changed during the {key!r} column")
 
 
@@ -479,8 +500,9 @@ def _prove(fuzz_per_operation: int, say: Callable[[str], None]) -> Report:
     with override_settings(ZEROMEMORY_RATE_LIMIT_REQUESTS=0, ZEROMEMORY_REFLECT_WAIT_SECONDS=0.0,
                            ZEROMEMORY_EMBEDDING_MODEL="builtin:hash"):
         world = build_world()
-        check_api(world, report)
+        check_api(world, report, tuple(k for k in KEYS if k != "own_user"))
         check_other(world, report)
+        check_api(build_world(), report, ("own_user",))  # it erases the owner's data at the end, as "own" does
         say(f"API matrix: {report.authz_cases} cases")
         world = build_world()
         check_admin(world, report)

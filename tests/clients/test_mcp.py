@@ -1,0 +1,193 @@
+"""`zeromem-mcp` against the real API (pytest-django's live server), driven by the `mcp` SDK's own client over both
+transports: stdio (the server spawned as a subprocess) and streamable HTTP (`--http PORT`).
+
+Database work (seeding, clustering, checks) happens outside the event loop the MCP client runs in: Django refuses
+ORM calls from a thread with a running loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from zeromem_client.mcp_server import TOOL_NAMES
+
+from consolidation.jobs.clustering import clustering_run_now
+from tests.factories import ingest_clusterable, ingest_one
+from zeromem.core import services
+from zeromem.models import Memory
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("hash_embedder")]
+
+TOOLS = {"remember", "search_memories", "get_context", "get_profile", "list_memories", "get_memory",
+         "update_memory", "delete_memory", "forget", "end_session", "reflect", "get_run", "why"}
+NOTES = ["Alice prefers green tea over coffee.",
+         "Alice runs 10 km along the river every Sunday.",
+         "Alice works as a data engineer at Northwind."]
+SERVER = [sys.executable, "-m", "zeromem_client.mcp_server"]
+
+
+@pytest.fixture
+def env(live_server: Any, tenant: Any) -> dict[str, str]:
+    """What the MCP server is configured with."""
+    return {"ZEROMEM_URL": live_server.url, "ZEROMEM_API_KEY": services.apikey_create(tenant=tenant)[1]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(env: dict[str, str], tmp_path: Any) -> Iterator[str]:
+    """`zeromem-mcp --http PORT` running; its endpoint's URL."""
+    port = free_port()
+    log = tmp_path / "mcp-http.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen([*SERVER, "--http", str(port)], env={**os.environ, **env},
+                                   stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: Any, env: dict[str, str]) -> Callable[[], Client]:
+    """A new SDK client for zeromem-mcp over the transport under test."""
+    if request.param == "http":
+        url = request.getfixturevalue("http_server")
+        return lambda: Client(url)
+    return lambda: stdio(env)
+
+
+def stdio(env: dict[str, str], **extra: str) -> Client:
+    return Client(StdioServerParameters(command=SERVER[0], args=SERVER[1:], env={**env, **extra}))
+
+
+def run(client: Client, body: Callable[[Client], Awaitable[Any]]) -> Any:
+    """`body(connected client)`, in an event loop of its own."""
+    async def main() -> Any:
+        async with client as connected:
+            return await body(connected)
+    return anyio.run(main)
+
+
+def answer(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def error(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    return " ".join(block.text for block in result.content if block.type == "text")
+
+
+def test_the_tools_remember_search_and_build_context_over_each_transport(server: Callable[[], Client]) -> None:
+    async def body(client: Client) -> dict[str, Any]:
+        tools = (await client.list_tools()).tools
+        stored = [answer(await client.call_tool("remember", {"content": text, "user_id": "u1",
+                                                             "entity_id": "alice", "session_id": "s1"}))
+                  for text in NOTES]
+        found = answer(await client.call_tool("search_memories", {"query": "Alice", "user_id": "u1"}))
+        context = answer(await client.call_tool("get_context", {"query": "What about Alice?", "user_id": "u1",
+                                                                "entity_id": "alice", "budget_chars": 300}))
+        return {"tools": tools, "stored": stored, "found": found, "context": context}
+
+    seen = run(server(), body)
+    assert {tool.name for tool in seen["tools"]} == TOOLS == set(TOOL_NAMES)
+    assert all(tool.description for tool in seen["tools"])
+    assert [s["created"] for s in seen["stored"]] == [True, True, True]
+    ids = [s["id"] for s in seen["stored"]]
+    hits = {hit["id"]: hit for hit in seen["found"]["results"]}
+    assert set(hits) == set(ids)
+    for memory_id, text in zip(ids, NOTES, strict=True):
+        assert hits[memory_id]["text"] == text
+        assert hits[memory_id]["state"] == "raw" and hits[memory_id]["score"] > 0
+        assert hits[memory_id]["created_at"] and hits[memory_id]["valid_from"]
+    context = seen["context"]
+    assert all(text in context["context"] for text in NOTES)
+    assert set(context["memory_ids"]) == set(ids)
+    assert context["chars"] == len(context["context"]) <= context["budget_chars"] == 300
+
+
+def test_a_bad_call_is_a_tool_error_and_the_server_keeps_serving(server: Callable[[], Client]) -> None:
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "schema": await client.call_tool("search_memories", {"query": "tea", "top_k": 0}),
+            "api": await client.call_tool("get_memory", {"memory_id": "00000000-0000-0000-0000-000000000000"}),
+            "refused": await client.call_tool("remember", {"content": "   ", "user_id": "u1"}),
+            "after": await client.call_tool("remember", {"content": "Still serving.", "user_id": "u1"}),
+        }
+
+    seen = run(server(), body)
+    assert "top_k" in error(seen["schema"])
+    assert "no such memory" in error(seen["api"])
+    assert "content is blank" in error(seen["refused"])
+    assert answer(seen["after"])["created"] is True
+
+
+def test_why_names_the_sources_of_a_semantic_memory_and_the_run_that_merged_them(
+        env: dict[str, str], tenant: Any, three_days_ago: Any) -> None:
+    ids = ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(3)],
+                             created_at=three_days_ago)
+    run_id = str(clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run.id)
+    semantic = str(Memory.objects.get(tenant=tenant, memory_type="semantic").id)
+
+    async def body(client: Client) -> dict[str, Any]:
+        return answer(await client.call_tool("why", {"memory_id": semantic}))
+
+    why = run(stdio(env), body)
+    assert why["memory"]["id"] == semantic and why["memory"]["memory_type"] == "semantic"
+    assert {s["source_memory_id"] for s in why["sources"]} == {str(i) for i in ids}
+    runs = {r["run_id"]: r for r in why["runs"]}
+    assert runs[run_id]["kind"] == "clustering" and runs[run_id]["status"] == "succeeded"
+    assert runs[run_id]["canaries"]["recall_after"] >= runs[run_id]["canaries"]["recall_before"] - 0.05
+
+
+def test_with_a_fixed_user_no_tool_takes_a_user_and_other_users_are_out_of_reach(
+        env: dict[str, str], tenant: Any) -> None:
+    other = str(ingest_one(tenant, "Bob's secret plan about window seats.", user="bob"))
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "tools": (await client.list_tools()).tools,
+            "stored": answer(await client.call_tool("remember", {"content": "I prefer window seats."})),
+            "found": answer(await client.call_tool("search_memories", {"query": "secret plan window seats"})),
+            "other": await client.call_tool("get_memory", {"memory_id": other}),
+            "forget all unconfirmed": await client.call_tool("forget", {}),
+        }
+
+    seen = run(stdio(env, ZEROMEM_USER_ID="carol"), body)
+    for tool in seen["tools"]:
+        assert "user_id" not in json.dumps(tool.input_schema), tool.name
+    assert Memory.objects.get(id=seen["stored"]["id"]).user_id == "carol"
+    assert [hit["id"] for hit in seen["found"]["results"]] == [seen["stored"]["id"]]
+    assert "no such memory" in error(seen["other"])
+    assert "everything=true" in error(seen["forget all unconfirmed"])
+    assert Memory.objects.filter(user_id="carol").exists()
