@@ -75,11 +75,17 @@ def active_run(*, tenant_id: int, user_id: str, kind: str = RunKind.CLUSTERING) 
     return runs.filter(user_id=user_id, kind__in=MEMORY_RUN_KINDS).first()
 
 
+# A request that finds no active run after its insert was refused tries again: the blocking run may have finished in
+# between. More than a few in a row means the refusal was something else (a foreign key), which must surface.
+REQUEST_ATTEMPTS = 5
+
+
 def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity_id: str | None = None,
                 namespace: str | None = None, force: bool = False) -> tuple[ConsolidationRun, bool]:
     """A new pending run (True), or the user's active run that blocks it (False). A forced request that meets
-    the same job unforced keeps its force (`run_force`)."""
-    while True:
+    the same job unforced keeps its force (`run_force`). An insert refused for another reason than an active run
+    (the tenant was deleted while a task for it was queued) raises IntegrityError instead of retrying forever."""
+    for attempt in range(REQUEST_ATTEMPTS):
         try:
             with transaction.atomic():
                 run = ConsolidationRun.objects.create(tenant_id=tenant_id, user_id=user_id, kind=kind,
@@ -92,7 +98,10 @@ def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity
                 if force and same_job(existing, kind, entity_id, namespace):
                     existing = run_force(existing)
                 return existing, False
+            if attempt == REQUEST_ATTEMPTS - 1:
+                raise
             # The blocking run finished between our insert and our read: try again.
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def run_force(run: ConsolidationRun) -> ConsolidationRun:

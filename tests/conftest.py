@@ -125,21 +125,25 @@ def worker(settings: Any, tmp_path: Any, worker_env: dict[str, str]) -> Iterator
     env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
            "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", **worker_env}
     log = tmp_path / "worker.log"
+    app.control.purge()  # messages other tests left (e.g. a session end over HTTP) name rows that are gone now
     with log.open("wb") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", "solo",
                                     "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
                                     "--without-mingle"], env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     process.log = log  # type: ignore[attr-defined]
-    # Ready once it answers a ping: requests that wait only briefly for a worker to claim their run (POST /reflect)
-    # must not race its start-up.
-    assert wait_until(lambda: bool(app.control.ping(timeout=0.5)) or process.poll() is not None), log.read_text()
-    yield process
-    process.terminate()
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        # Ready once it answers a ping: requests that wait only briefly for a worker to claim their run
+        # (POST /reflect) must not race its start-up.
+        assert wait_until(lambda: bool(app.control.ping(timeout=0.5)) or process.poll() is not None), (
+            log.read_text())
+        yield process
+    finally:  # also when it never became ready: no worker outlives its test
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def wait_until(condition: Any, seconds: float = 60.0) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connections
+from django.db import IntegrityError, connections
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
@@ -86,3 +86,12 @@ def test_a_forced_cli_run_that_joined_an_unforced_one_consolidates_the_current_s
     forced = outcome[0].run
     assert forced.force and forced.id != held.id and not outcome[0].joined and forced.merged == 6
     assert not Memory.objects.filter(tenant=tenant, memory_type="episodic", state=MemoryState.RAW).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_for_a_tenant_that_is_gone_raises_instead_of_retrying_forever(tenant):
+    gone = tenant.id
+    tenant.delete()
+
+    with pytest.raises(IntegrityError):
+        run_request(tenant_id=gone, user_id="u1", kind=RunKind.CLUSTERING, trigger="beat")
