@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger, SessionEnd
-from consolidation.runs import RUN_TASKS, run_request, run_wait
+from consolidation.runs import RUN_TASKS, run_request, run_wait, same_job
 from consolidation.selectors import ReflectionScope
 from zeromem.core.tasks import enqueue_on_commit, send_task
 
@@ -72,13 +72,11 @@ def reflection_request(*, scope: ReflectionScope, trigger: str, wait_seconds: fl
     deadline = time.monotonic() + wait_seconds
     while True:
         run, created = reflection_trigger(scope=scope, trigger=trigger, force=force)
-        blocked = not created and (run.kind, run.entity_id, run.namespace) != (
-            RunKind.REFLECTION, scope.entity_id, scope.namespace)
+        blocked = not created and not same_job(run, RunKind.REFLECTION, scope.entity_id, scope.namespace)
         run = _wait_claimed_then_done(run, deadline)
-        if run.status == RunStatus.PENDING and not blocked:
-            return run  # nobody claimed it: the caller answers with its id instead of waiting
-        if not blocked and not (force and not run.force and run.status not in ACTIVE_STATUSES):
-            return run
+        follow_up_due = force and not run.force and run.status not in ACTIVE_STATUSES
+        if not blocked and not follow_up_due:
+            return run  # done, still working past the wait, or unclaimed (the caller answers with its id)
         if time.monotonic() >= deadline:
             if blocked:
                 raise RunBusy(run)

@@ -316,7 +316,9 @@ class LedgerEntryOut(Schema):
     undone: bool = Field(description="Whether it was undone (by a later ledger row).")
 
 
-class HistoryRunOut(Schema):
+class RunSummaryOut(Schema):
+    """What every answer that names a run says of it."""
+
     run_id: uuid.UUID = Field(description="The run's id (GET /runs/{run_id}).")
     kind: str = Field(description="clustering, reflection or lifecycle.")
     status: str = Field(description="pending, running, succeeded, failed or skipped.")
@@ -325,6 +327,9 @@ class HistoryRunOut(Schema):
     started_at: datetime | None = Field(description="When a worker claimed it.")
     finished_at: datetime | None = Field(description="When it ended.")
     error: str = Field(description="Why it failed ('' otherwise).")
+
+
+class HistoryRunOut(RunSummaryOut):
     canaries: dict[str, Any] | None = Field(
         description="The retrieval safety net's figures, when it measured the run: {canaries, recall_before, "
                     "recall_after, max_drop, failed, worse}; null when it did not.")
@@ -481,24 +486,16 @@ class RunAcceptedOut(Schema):
     status: str = Field(description="pending or running.")
 
 
-class RunOut(Schema):
-    run_id: uuid.UUID = Field(description="The run's id.")
-    kind: str = Field(description="clustering, reflection or lifecycle.")
-    status: str = Field(description="pending, running, succeeded, failed or skipped.")
+class RunOut(RunSummaryOut):
     user_id: str = Field(description="The user whose memories it works on ('' for a lifecycle run).")
     entity_id: str | None = Field(description="The entity, for a reflection run.")
     namespace: str | None = Field(description="The namespace, when the run is limited to one.")
-    trigger: str = Field(description="What started it: beat, api, admin, cli or session_end.")
     model: str = Field(description="The LLM used ('' when none).")
-    created_at: datetime = Field(description="When it was requested.")
-    started_at: datetime | None = Field(description="When a worker claimed it.")
-    finished_at: datetime | None = Field(description="When it ended.")
     progress: dict[str, int] = Field(description="{calls_done, calls_planned}: LLM calls made and planned.")
     llm_calls: int = Field(description="LLM calls made.")
     prompt_tokens: int = Field(description="Prompt tokens spent.")
     completion_tokens: int = Field(description="Completion tokens spent.")
     usage: UsageOut = Field(description="What it spent on the LLM: calls, tokens and cost.")
-    error: str = Field(description="Why it failed ('' otherwise).")
     result: dict[str, Any] | None = Field(description="Once finished: a reflection's answer (as POST /reflect), or "
                                                       "{reviewed, clusters, merged, created, superseded}; null "
                                                       "before.")

@@ -62,11 +62,7 @@ class Command(BaseCommand):
                 ("compose healthchecks pass", result["healthchecks_ok"], "true"),
                 ("... and fail with services down", result["healthchecks_fail_when_down"], "true (full form)"),
                 ("processes left", result["processes_left"], "0"), ("failures", result["failures"], "0")]
-        self.stdout.write(f"{'check':<34}{'result':>28}  target")
-        for name, value, target in rows:
-            self.stdout.write(f"{name:<34}{str(value):>28}  {target}")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        self._table(rows, result, options, widths=(34, 28))
 
     def _resilience(self, options: dict[str, Any]) -> None:
         quick = options["quick"]
@@ -87,14 +83,9 @@ class Command(BaseCommand):
                 ("search p50 / p99 ms, no job running",
                  f"{result['baseline_search_p50_ms']} / {result['baseline_search_p99_ms']}", ""),
                 ("requests/s", result["load_requests_per_s"], "")]
-        self.stdout.write(f"{'check':<34}{'result':>16}  target")
-        for name, value, target in rows:
-            self.stdout.write(f"{name:<34}{str(value):>16}  {target}")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        self._table(rows, result, options, widths=(34, 16))
 
     def _security(self, options: dict[str, Any]) -> None:
-
         report = prove_security(fuzz_per_operation=options["fuzz_per_operation"], say=self.stderr.write)
         result = report.as_json()
         for line in result["authz_failure_examples"] + result["fuzz_5xx_examples"]:
@@ -105,8 +96,14 @@ class Command(BaseCommand):
                 ("fuzz cases", result["fuzz_cases"], "≥ 1,000"), ("fuzz 5xx", result["fuzz_5xx"], "0"),
                 ("rows written by rejected requests", result["rejected_writes"], "0"),
                 ("rate limit answers 429 and releases", result["rate_limit_ok"], "true")]
-        self.stdout.write(f"{'check':<40}{'result':>10}  target")
+        self._table(rows, result, options, widths=(40, 10))
+
+    def _table(self, rows: list[tuple[str, Any, str]], result: dict[str, Any], options: dict[str, Any], *,
+               widths: tuple[int, int]) -> None:
+        """The human table (check, result, target), then with --json the result as the last stdout line."""
+        name_width, value_width = widths
+        self.stdout.write(f"{'check':<{name_width}}{'result':>{value_width}}  target")
         for name, value, target in rows:
-            self.stdout.write(f"{name:<40}{str(value):>10}  {target}")
+            self.stdout.write(f"{name:<{name_width}}{str(value):>{value_width}}  {target}")
         if options["json"]:
             self.stdout.write(json.dumps(result))
