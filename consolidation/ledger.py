@@ -90,8 +90,10 @@ def _refusal_reason(tenant_id: int, ids: list[uuid.UUID], operation: str) -> str
 
 
 
-def profile_change_record(*, change: ProfileChange, run_id: uuid.UUID | None, actor: str) -> LedgerEntry:
-    """The ledger row (with the snapshot an undo restores) and `profile.updated` after commit of a merge."""
+def profile_change_record(*, change: ProfileChange, run_id: uuid.UUID | None, actor: str,
+                          reason: str = "reflection merged new items into the profile") -> LedgerEntry:
+    """The ledger row (with the snapshot an undo restores) and `profile.updated` after commit of a merge or of
+    items retired."""
     profile = change.profile
     entry = ledger_write(
         tenant_id=profile.tenant_id, action="profile.update", actor=actor, run_id=run_id, user_id=profile.user_id,
@@ -99,8 +101,8 @@ def profile_change_record(*, change: ProfileChange, run_id: uuid.UUID | None, ac
         inputs={"profile_id": profile.id, "entity_id": profile.entity_id or None, "namespace": profile.namespace,
                 "previous_summary": change.previous["summary"], "previous": change.previous},
         outputs={"version": profile.version, "added": list(change.added), "folded": list(change.folded),
-                 "summary": profile.summary},
-        reason="reflection merged new items into the profile")
+                 "retired": list(change.retired), "summary": profile.summary},
+        reason=reason)
     _profile_event(change)
     return entry
 

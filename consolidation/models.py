@@ -58,6 +58,8 @@ class ConsolidationRun(models.Model):
     merged = models.IntegerField(default=0)
     created = models.IntegerField(default=0)
     superseded = models.IntegerField(default=0)
+    claims_retired = models.IntegerField(default=0)  # claims of longer memories replaced (the rest kept)
+    flagged = models.IntegerField(default=0)  # contradictions left for a person to decide
     archived = models.IntegerField(default=0)
     deleted = models.IntegerField(default=0)
     model = models.CharField(max_length=200, blank=True, default="")

@@ -162,9 +162,10 @@ def _log_summary(run: ConsolidationRun) -> None:
     took = (run.finished_at - run.started_at).total_seconds() if run.started_at and run.finished_at else 0.0
     scope = run.user_id + (f"/{run.entity_id}" if run.entity_id else "")
     logger.info("%s run %s %s for tenant %s user %s%s: %d reviewed, %d clusters, %d merged, %d created, "
-                "%d superseded, %d archived, %d deleted, %d LLM calls in %.1f s%s", run.kind, run.id, run.status,
-                run.tenant_id, scope, " (forced)" if run.force else "", run.reviewed, run.clusters, run.merged,
-                run.created, run.superseded, run.archived, run.deleted, run.llm_calls, took,
+                "%d superseded, %d claims retired, %d flagged, %d archived, %d deleted, %d LLM calls in %.1f s%s",
+                run.kind, run.id, run.status, run.tenant_id, scope, " (forced)" if run.force else "", run.reviewed,
+                run.clusters, run.merged, run.created, run.superseded, run.claims_retired, run.flagged, run.archived,
+                run.deleted, run.llm_calls, took,
                 f"; error: {run.error[:200]}" if run.error else "")
 
 

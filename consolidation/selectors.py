@@ -101,6 +101,8 @@ class ClusteringRow(MemoryRow):
     reward_score: float
     tags: tuple[str, ...]
     valid_from: datetime | None
+    role: str
+    session_id: str | None
 
     @property
     def said_at(self) -> datetime:

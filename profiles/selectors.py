@@ -9,10 +9,11 @@ from typing import Any
 from django.conf import settings
 
 from profiles.models import MemoryProfile
+from zeromem.core.domain.recall import relevant_excerpt
 from zeromem.core.selectors import MemoryFilter, SearchHit, memories_search
-from zeromem.models import Memory
 
 PROFILE_SHARE = 0.5  # at most this share of the budget goes to the profile; search results get the rest
+EXCERPT_CHARS = 300  # a longer memory shows its sentences relevant to the query, so more results fit
 
 
 def profile_get(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str) -> MemoryProfile | None:
@@ -54,15 +55,19 @@ def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
                                               namespace=namespace, as_of=as_of, include_history=include_history),
                            query=query, top_k=top_k, min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
-    taken = [hit for hit in hits if take(_memory_line(hit.memory, labelled=include_history), budget_chars)]
+    taken = [hit for hit in hits if take(_memory_line(hit, query, labelled=include_history), budget_chars)]
     return Context(text="\n".join(lines), profile=profile, profile_items=items, hits=taken)
 
 
-def _memory_line(memory: Memory, *, labelled: bool) -> str:
-    line = f"- [{memory.created_at.date().isoformat()}] {memory.content}"
+def _memory_line(hit: SearchHit, query: str, *, labelled: bool) -> str:
+    """"- [date it was said] text", the text cut to its relevant sentences; a statement a newer result in the
+    context replaces says it is earlier."""
+    memory = hit.memory
+    said = (memory.valid_from or memory.created_at).date().isoformat()
+    line = f"- [{said}] {relevant_excerpt(memory.content, query, limit=EXCERPT_CHARS)}"
     if labelled and memory.superseded_by_id is not None and memory.valid_to is not None:
-        line += f" (superseded on {memory.valid_to.date().isoformat()})"
-    return line
+        return line + f" (superseded on {memory.valid_to.date().isoformat()})"
+    return line + (" (earlier; a newer statement above replaces it)" if hit.earlier_than is not None else "")
 
 
 def _profile_lines(profile: MemoryProfile, take: Any, limit: int) -> list[dict[str, Any]]:

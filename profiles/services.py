@@ -6,7 +6,8 @@ caller, which holds the run and the transaction (`consolidation.ledger.profile_c
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ class ProfileChange:
     added: tuple[str, ...] = ()
     folded: tuple[str, ...] = ()
     cited: tuple[str, ...] = ()  # memory ids the new items and summary rest on
+    retired: tuple[str, ...] = ()  # items dropped because a newer statement replaced what they said
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,29 @@ def _trim(profile: MemoryProfile) -> None:
         if len(entries) > MAX_ITEMS_PER_LIST:
             entries.sort(key=lambda e: (float(e["confidence"]), e["last_seen"]), reverse=True)
             setattr(profile, name, entries[:MAX_ITEMS_PER_LIST])
+
+
+def profile_items_retire(*, tenant_id: int, user_id: str, source_id: str,
+                         values: Collection[str]) -> list[ProfileChange]:
+    """Drop the items of the user's profiles built from `source_id` that state one of `values`: a claim newer
+    statements replaced (the caller records each change; the snapshot lets an undo put the items back)."""
+    if not values:
+        return []
+    stated = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(v) for v in sorted(values)) + r")(?!\w)", re.I)
+    changes = []
+    for profile in MemoryProfile.objects.select_for_update().filter(tenant_id=tenant_id, user_id=user_id):
+        previous = copy.deepcopy({name: getattr(profile, name) for name in SNAPSHOT_FIELDS})
+        retired: list[str] = []
+        for name in ("preferences", "behaviors", "facts"):
+            entries = getattr(profile, name)
+            gone = [e for e in entries if source_id in e.get("source_ids", []) and stated.search(e["statement"])]
+            setattr(profile, name, [e for e in entries if e not in gone])
+            retired += [e["statement"] for e in gone]
+        if retired:
+            profile.version += 1
+            profile.save()
+            changes.append(ProfileChange(profile=profile, previous=previous, retired=tuple(retired)))
+    return changes
 
 
 def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any]) -> ProfileChange | None:

@@ -201,6 +201,10 @@ ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0
 # also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
 ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
 ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
+# An assistant's turn (role "assistant") ranks at this share of its score: what the user said about themselves is
+# the memory; the assistant's long generic answers share the question's words and would crowd it out (LongMemEval
+# knowledge updates, ARCHITECTURE.md "Quality"). 1 ranks them alike.
+ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = env_float("ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
 
 # --- Celery ----------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
@@ -237,6 +241,9 @@ ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, mi
 # Union-find never grows a cluster past this (ARCHITECTURE.md caps it at 20). Small, tight clusters keep what an agent
 # retrieves within a context budget as good as before clustering; at 20, LoCoMo budget recall fell by 0.02.
 ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 4, minimum=2, maximum=20)
+# A merged memory is dated by its newest source (what an agent sees): its members may span at most this many days,
+# so it never presents a months-old statement as recent. 0 = no limit.
+ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
 ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
 # Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than

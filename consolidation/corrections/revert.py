@@ -24,7 +24,7 @@ from consolidation.ledger import ledger_write, memory_transition, profile_restor
 from consolidation.models import LedgerEntry
 from profiles.services import profile_restore
 from zeromem.core.adapters.embeddings import embed_texts
-from zeromem.core.domain.transitions import TransitionRefused
+from zeromem.core.domain.transitions import UNDONE, TransitionRefused
 from zeromem.core.events import event_emit
 from zeromem.core.services import content_hash
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType
@@ -95,6 +95,21 @@ def _supersede(entry: LedgerEntry, actor: str, reason: str) -> None:
                    reason=reason)
 
 
+def _claim_retire(entry: LedgerEntry, actor: str, reason: str) -> None:
+    """The memory back whole: its remainder unmerged, its retired claims retracted (history that an undo took
+    back is no history)."""
+    memory_unmerge(tenant_id=entry.tenant_id, semantic_id=uuid.UUID(entry.outputs["remainder_id"]), actor=actor,
+                   reason=reason)
+    claims = _ids(entry.outputs["claim_ids"])
+    MemoryRelation.objects.filter(tenant_id=entry.tenant_id, to_memory_id__in=claims,
+                                  relation_type=RelationType.SUPERSEDES).delete()
+    Memory.objects.filter(tenant_id=entry.tenant_id, id__in=claims, state=MemoryState.ARCHIVED).update(
+        archive_reason=UNDONE, superseded_by=None, valid_to=None)
+    _mark_undone(entry, ledger_write(tenant_id=entry.tenant_id, action="claim.restore", actor=actor,
+                                     user_id=entry.user_id, memory_ids=entry.memory_ids, reason=reason,
+                                     outputs={"retracted": [str(c) for c in claims]}))
+
+
 def _contradiction(entry: LedgerEntry, actor: str, reason: str) -> None:
     older, newer = entry.inputs["older"]["id"], entry.inputs["newer"]["id"]
     MemoryRelation.objects.filter(tenant_id=entry.tenant_id, from_memory_id=newer, to_memory_id=older,
@@ -152,6 +167,7 @@ def _extraction(entry: LedgerEntry, actor: str, reason: str) -> None:
 
 
 COMPENSATIONS: dict[str, Callable[[LedgerEntry, str, str], Any]] = {
-    "merge": _merge, "supersede": _supersede, "contradiction.flagged": _contradiction, "reflection": _reflection,
+    "merge": _merge, "supersede": _supersede, "claim.retire": _claim_retire, "contradiction.flagged": _contradiction,
+    "reflection": _reflection,
     "profile.update": _profile, "extraction": _extraction,
 }

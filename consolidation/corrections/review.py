@@ -3,6 +3,7 @@ resolve. Every decision is a ledger row naming the acting admin user, linked fro
 
 - a merge: approve, or reject = unmerge (a merge into an existing semantic memory puts its earlier text back);
 - a supersede: approve, or reject = restore the retired statement;
+- a retired claim: approve, or reject = the memory back whole (its remainder unmerged, the claim retracted);
 - a flagged contradiction: resolve = both statements stay true (the flag is cleared).
 """
 
@@ -23,9 +24,12 @@ from consolidation.ledger import ledger_write
 from consolidation.models import LedgerEntry
 from zeromem.models import Memory, MemoryRelation, RelationType
 
-REVIEWABLE = ("merge", "supersede", "contradiction.flagged")
-DECISIONS = {"merge": ("approve", "reject"), "supersede": ("approve", "reject"),
+REVIEWABLE = ("merge", "supersede", "claim.retire", "contradiction.flagged")
+DECISIONS = {"merge": ("approve", "reject"), "supersede": ("approve", "reject"), "claim.retire": ("approve", "reject"),
              "contradiction.flagged": ("resolve",)}
+TITLES = {"merge": ("Sources", "Semantic memory"), "supersede": ("Retired statement", "Newer statement"),
+          "claim.retire": ("The memory and its retired claims", "Newer statements, and what the memory still says"),
+          "contradiction.flagged": ("Older statement", "Newer statement")}
 
 
 class ReviewRefused(UndoRefused):
@@ -68,8 +72,7 @@ def review_items(entries: Sequence[LedgerEntry]) -> list[ReviewItem]:
     items = []
     for entry in entries:
         left, right = _sides(entry)
-        titles = {"merge": ("Sources", "Semantic memory"), "supersede": ("Retired statement", "Newer statement"),
-                  "contradiction.flagged": ("Older statement", "Newer statement")}[entry.action]
+        titles = TITLES[entry.action]
         items.append(ReviewItem(entry, Side(titles[0], [_shown(i, found) for i in left]),
                                 Side(titles[1], [_shown(i, found) for i in right]), DECISIONS[entry.action]))
     return items
@@ -78,6 +81,9 @@ def review_items(entries: Sequence[LedgerEntry]) -> list[ReviewItem]:
 def _sides(entry: LedgerEntry) -> tuple[list[str], list[str]]:
     if entry.action == "merge":
         return [m["id"] for m in entry.inputs.get("members", [])], [entry.outputs["semantic_id"]]
+    if entry.action == "claim.retire":
+        newer = list(dict.fromkeys(c["newer"]["id"] for c in entry.inputs["claims"]))
+        return [entry.inputs["older"]["id"], *entry.outputs["claim_ids"]], [*newer, entry.outputs["remainder_id"]]
     return [entry.inputs["older"]["id"]], [entry.inputs["newer"]["id"]]
 
 

@@ -185,10 +185,16 @@ def candidate_pairs(items: Sequence[Item], vectors: np.ndarray | None, has_vecto
     return pairs
 
 
-def capped_union_find(n: int, pairs: Sequence[Pair], max_cluster: int) -> list[list[int]]:
-    """Clusters of >= 2 members, strongest links first, never larger than max_cluster."""
+def capped_union_find(n: int, pairs: Sequence[Pair], max_cluster: int, *, times: Sequence[float] | None = None,
+                      max_span: float | None = None) -> list[list[int]]:
+    """Clusters of >= 2 members, strongest links first, never larger than max_cluster and, given the members'
+    `times`, never spanning more than `max_span` (a merged memory is dated by its newest member: it must not
+    carry statements much older than that date)."""
     parent = list(range(n))
     size = [1] * n
+    first = list(times) if times is not None else [0.0] * n
+    last = list(first)
+    span = float("inf") if max_span is None else max_span
 
     def root(x: int) -> int:
         while parent[x] != x:
@@ -198,11 +204,13 @@ def capped_union_find(n: int, pairs: Sequence[Pair], max_cluster: int) -> list[l
 
     for pair in sorted(pairs, key=lambda p: (-p.strength, p.a, p.b)):
         ra, rb = root(pair.a), root(pair.b)
-        if ra != rb and size[ra] + size[rb] <= max_cluster:
+        if ra != rb and size[ra] + size[rb] <= max_cluster and max(last[ra], last[rb]) - min(first[ra],
+                                                                                             first[rb]) <= span:
             if size[ra] < size[rb]:
                 ra, rb = rb, ra
             parent[rb] = ra
             size[ra] += size[rb]
+            first[ra], last[ra] = min(first[ra], first[rb]), max(last[ra], last[rb])
     groups: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
         groups[root(i)].append(i)

@@ -1,154 +1,523 @@
-"""Do two statements about one scope disagree, and which one wins? Pure; no Django import.
+"""Knowledge updates, claim by claim: which statements of a user's memories replace which. Pure; no Django import.
 
-A statement splits into its *values* (numbers, times, dates, names, negation) and its *attribute*: the content
-words left once the values are removed. Two statements contradict when they share a subject (attribute words
-or names both mention) and their values differ:
-- the newer one supersedes the older when it is dated later (by at least `min_gap`) and either says so (an
-  update cue: "now", "changed", "moved … to", "upgraded", "gave up", …) or states the very same attribute
-  (attribute overlap >= `same_attribute`);
-- statements made at the same time, or whose attributes only partly overlap, are flagged for review;
-- an addition cue ("also", "too", "as well", "another") or no shared subject means both can be true.
+A memory's *claims* are its clauses that carry a value (a number, a count in words, an ordinal, a weekday, a
+name, a negation) — what a later statement can make stale. Questions, markdown and code, greetings and the
+assistant's words are never claims: the assistant echoing "congratulations on your 4 projects" states nothing
+new about the user. A claim splits into its values and its *attribute* (the content-word stems left once the
+values are gone), with the *heads* of its numbers (the noun counted: "25 new postcards" → postcard).
+
+Two claims about one scope are judged (older first, `judge`):
+- a *reading* of a moment (a latency, an error rate, a temperature: a measurement not about the speaker) is
+  neither updated nor contradicted by another reading — both were true when measured;
+- different heads are different attributes: a rub is not a sauce;
+- the newer supersedes the older when the attribute is the same, a value changed and it is dated later (by at
+  least `min_gap`), and either it says so (an update cue: "moved … to", "upgraded", "gave up", …; or "now",
+  "currently" when the older value is gone), or it is a state or running total about the speaker ("I've added
+  17 postcards since I started collecting" → "I've added 25"), or the very same attribute got a new number;
+- the same attribute with different values said at the same time, or a changed name without any cue, is
+  flagged for a person to decide; anything else is compatible.
+
+Candidate pairs come from an inverted index over the claims' attribute stems (`claim_pairs`), not from
+whole-memory similarity: two long turns that share one fact are judged on that fact.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
 from consolidation.domain.merging import is_low_signal, sentences
 from zeromem.core.domain.entities import extract_entities
-from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens
+from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens, word_set
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
 
 # Strong cues say a value was replaced; weak ones ("now", "new") only count when the older value is gone.
 _UPDATE = re.compile(
     r"\b(?:no longer|anymore|any more|moved|switched|upgraded|downgraded|bumped|raised|lowered|increased|"
-    r"decreased|replaced|instead|gave up|given up|stopped|quit|finished|is up to|is down to|went up|went down|"
-    r"from .+ to|off .+ to|used to|not anymore|changed)\b", re.I)
-_ABANDON = re.compile(r"\b(?:gave up|given up|stopped|quit|no longer|not anymore|instead|replaced|switched)\b", re.I)
-_WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently)\b", re.I)
+    r"decreased|replaced|instead|gave up|given up|stopped|quit|is up to|is down to|went up|went down|"
+    r"used to|not anymore|changed)\b", re.I)
+_ABANDON = re.compile(r"\b(?:gave up|given up|stopped|quit|no longer|not anymore|replaced|switched|finished)\b", re.I)
+_PHRASE_END = re.compile(r"[,.;:!?]|\s(?:and|but|so|because|now)\s", re.I)
+_WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently|reached|became)\b", re.I)
+# One more of something counted: "I just added a new coin to my collection" changes "I have 37 coins".
+_ACQUIRED = re.compile(r"\b(?:added|got|bought|received|picked up|completed|finished)\s+(?:a|an|another|one more)\s+"
+                       r"(?:new\s+|more\s+)?([a-z][a-z-]+)", re.I)
 _ADDITION = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|besides)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b", re.I)
-_CUE_WORDS = frozenset([
-    "now", "longer", "anymore", "changed", "change", "moved", "switched", "upgraded", "downgraded", "bumped",
-    "raised", "lowered", "increased", "decreased", "replaced", "instead", "gave", "given", "stopped", "quit",
-    "finished", "new", "updated", "went", "used", "started",
-])
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|we've|our|ours|us)\b", re.I)
+# A measurement of a moment or a window, not a state: latencies, rates, heartbeats, temperatures.
+_READING = re.compile(
+    r"\b(?:p\d{2,3}|latency|latencies|error rate|errors?|[45]xx|(?:http|status|returning|returned) [45]\d\d|"
+    r"timeouts?|heartbeats?|cpu|load|throughput|"
+    r"qps|rps|requests? per|uptime|temperature|readings?|measured|spiked?|sev\d|severity|alerts?|ms)\b|%", re.I)
+# An operation that happened at a moment (a deploy, a rollback, a restart) is an event, not a state.
+_OPERATION = re.compile(r"\b(?:deployed|deploying|rolled (?:back|out)|rolling back|restarted|restarting|scaled|"
+                        r"failed over|paged|released|reverted|redeployed)\b", re.I)
+# A one-off event on a date ("on 7/10", "that day", "yesterday"), unless it says it is a running total.
+_DATED = re.compile(
+    r"\b(?:on \d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|that day|yesterday|today|tonight|this morning|last night|"
+    r"remember|ago|the other day|back in|earlier in|"
+    r"last (?:week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{1,2}(?:st|nd|rd|th)? of (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\b", re.I)
+# A request to the assistant ("Write me …", "Give me a plan"), not a statement.
+_REQUEST = re.compile(r"^(?:please |now |so )?(?:write|give|discuss|recount|create|explain|describe|list|tell|"
+                      r"make|provide|generate|summari[sz]e|translate|help|show|suggest|rewrite|compose|draft|"
+                      r"let's|imagine|pretend|act|continue|add|remove|use|include|find|compare|offer|outline|"
+                      r"identify|analy[sz]e|check|review|edit|proofread|correct|fix|convert|calculate|design|"
+                      r"recommend|propose|answer|respond|play|start|begin|assume|consider|define|elaborate)\b", re.I)
+BRIEF_TOKENS = 25
+_RUNNING_TOTAL = re.compile(r"\b(?:so far|in total|total|in all|altogether|since|already|now|currently|brings?)\b",
+                            re.I)
+# Not a statement of the user's: markdown tables and headings, code, list bullets of generated text.
+_MARKUP = re.compile(r"[|`{}<>]|^\s*(?:#|\*\*|[-*+] |\d+\. )|\b(?:def|import|return|print)\b\(?")
+_QUESTION_START = re.compile(
+    r"^(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|what|how|why|any|have you|has)\b", re.I)
+_CLAUSE_BREAK = re.compile(r"\s+[-–—]\s+|;\s+|,\s+(?=(?:and|but|so|while|which|though)\b)")
+# "By the way, speaking of which, …": chat glue, never a name or a value.
+_DISCOURSE = re.compile(r"^(?:(?:oh|and|also|anyway|actually|well|so|plus|but|yeah|hey)\b,?\s*)*"
+                        r"(?:(?:by the way|btw|speaking of [\w'-]+(?: [\w'-]+)?|anyway|also)\b,?\s*)*", re.I)
+# An intention or a plan is no state of the world yet: "I'm thinking of …", "I'll …", "looking for …".
+_INTENTION = re.compile(
+    r"\b(?:thinking (?:of|about)|planning|plan to|i'll|i will|we'll|going to|want to|wanna|would like|i'd like|"
+    r"looking (?:for|to|into|forward)|hoping to|considering|might|wondering|if)\b", re.I)
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate([
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])} | {
+    "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2", "once": "1"}
+_ORDINALS = {w: str(n) for n, w in enumerate([
+    "zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth"])}
+_WEEKDAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
+_DURATIONS = word_set("second minute hour day week month year")
+_A_UNIT = re.compile(r"\ban? (day|week|month|year)\b", re.I)
+_ORDINAL_SUFFIX = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
+# Words that count nothing by themselves: "17 new ones", "5 more".
+_NOT_HEADS = word_set("""new old more other different extra total ones one them it so far of in on at to from for and
+    first last previous current whole""")
+_CUE_WORDS = word_set("""now longer anymore changed change moved switched upgraded downgraded bumped raised lowered
+    increased decreased replaced instead gave given stopped quit finished new updated went used started currently
+    just actually already still brings bring""")
+# Talk that says nothing about the attribute: light verbs, fillers, time words.
+_LIGHT_WORDS = word_set("""really way speaking think thinking thought know want wanted wanting need needed like
+    love loving going gonna make made making lot lots thing things good great well able try trying tried help
+    helping wondering wonder sure definitely maybe probably much many even though since far total recently lately
+    today time times day days week weeks month months year years last next ago yet back again kind sort pretty
+    quite amazing awesome excited glad happy especially actually usually lately recently absolutely totally around
+    while about bit little thanks thank recommendations recommendation suggestions suggestion advice tips tip idea
+    ideas info information""")
+_ATTRIBUTE_STOP = STATEMENT_STOP_WORDS | _CUE_WORDS | _LIGHT_WORDS | frozenset(_NUMBER_WORDS) | frozenset(_ORDINALS)
+_STEM = re.compile(r"(?:'s|(?<=[sxz])es|(?<=ch)es|(?<=sh)es|(?<!s)s|ing|ed)$")
+
+
+_IRREGULAR = {"written": "writ", "wrote": "writ", "bought": "buy", "seen": "see", "saw": "see", "met": "meet",
+              "caught": "catch", "ran": "run", "made": "make", "took": "tak", "taken": "tak"}
+
+
+def _stem(word: str) -> str:
+    """A crude plural and tense folding: "episodes" → "episode", "boxes" → "box", "added" → "add"."""
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if len(word) <= 4:
+        return word
+    return word[:-3] + "y" if word.endswith("ies") else _STEM.sub("", word)
 
 
 @dataclass(frozen=True)
 class Statement:
-    """A memory's text parsed once (the job judges many pairs per memory)."""
+    """A clause parsed once (the job judges many pairs per memory)."""
 
     at: datetime
-    values: frozenset[str]
+    values: frozenset[str]  # numbers (words and ordinals as digits), weekdays, names
     name_words: frozenset[str]  # words of the names, so "Dune" and "Finished Dune" share a subject
-    attribute: frozenset[str]
+    attribute: frozenset[str]  # content-word stems without the values and the cue words
+    heads: frozenset[str]  # stems of what the numbers count
+    counts: frozenset[tuple[str, str]]  # (head, number): "25 new postcards" → ("postcard", "25")
     negated: bool
     updates: bool  # says that something was replaced
-    maybe_updates: bool  # "now", "new": an update only if the older value is gone
+    maybe_updates: bool  # "now", "currently": an update only if the older value is gone
     abandons: bool  # "gave up", "stopped": the older subject is over, even without values
     adds: bool  # says that something is true as well
+    given_up: frozenset[str]  # words right after "gave up", "finished", …: "Finished Dune" → dune
+    acquired: frozenset[str]  # stems of what one more was added of: "added a new coin" → coin
+    running_total: bool  # "so far", "in total", "since …": a count that grows
+    first_person: bool  # about the speaker: "I", "my", "we"
+    reading: bool  # a measurement of a moment, not a state
+    event: bool  # a one-off on a date, not a running total
+    brief: bool  # short enough to be one statement (not a pasted paragraph)
 
     @classmethod
     def parse(cls, text: str, at: datetime) -> Statement:
+        normalised = _A_UNIT.sub(r"1 \1", text)
         names = frozenset(e.lower() for e in extract_entities(text) if not starts_with_digit(e))
         name_words = frozenset(w for name in names for w in name.split())
-        words = statement_tokens(text)
+        tokens = statement_tokens(normalised)
+        # A number inside a name ("Fitbit Charge 3") is part of the name, not a value of its own.
+        in_names = frozenset(w for w in name_words if starts_with_digit(w))
+        numbers = [(i, n) for i, t in enumerate(tokens) if (n := _number(t)) and t not in in_names]
+        counts = frozenset((h, n) for i, n in numbers if (h := _head(tokens, i)))
         # "don't quit" is no update cue; a negation that flips is judged as a changed value instead.
         negated = bool(_NEGATION.search(text))
-        attribute = frozenset(w for w in words if w not in STATEMENT_STOP_WORDS and w not in _CUE_WORDS
-                              and w not in name_words and not _NEGATION.fullmatch(w)
-                              and not starts_with_digit(w) and len(w) > 2)
-        return cls(at=at, values=frozenset(w for w in words if starts_with_digit(w)) | names, name_words=name_words,
-                   attribute=attribute, negated=negated, updates=not negated and bool(_UPDATE.search(text)),
+        first_person = bool(_FIRST_PERSON.search(text))
+        attribute = frozenset(_stem(w) for w in tokens if w not in _ATTRIBUTE_STOP and w not in name_words
+                              and not _NEGATION.fullmatch(w) and not starts_with_digit(w) and len(w) > 2
+                              and w not in _WEEKDAYS and w.rstrip("s") not in _WEEKDAYS)
+        values = (frozenset(n for _, n in numbers) | names
+                  | frozenset(w.rstrip("s") for w in tokens if w.rstrip("s") in _WEEKDAYS))
+        return cls(at=at, values=values, name_words=name_words, attribute=attribute,
+                   heads=frozenset(h for h, _ in counts), counts=counts, negated=negated,
+                   updates=not negated and bool(_UPDATE.search(text)),
                    maybe_updates=not negated and bool(_WEAK_UPDATE.search(text)),
-                   abandons=not negated and bool(_ABANDON.search(text)), adds=bool(_ADDITION.search(text)))
+                   abandons=not negated and bool(_ABANDON.search(text)), adds=bool(_ADDITION.search(text)),
+                   given_up=_given_up(text), acquired=frozenset(_stem(m.lower()) for m in _ACQUIRED.findall(text)),
+                   running_total=bool(_RUNNING_TOTAL.search(text)),
+                   first_person=first_person, reading=not first_person and bool(_READING.search(text)),
+                   event=bool(_DATED.search(text)) and not _RUNNING_TOTAL.search(text)
+                   or bool(_OPERATION.search(text)) and not first_person,
+                   brief=len(tokens) <= BRIEF_TOKENS)
+
+    @property
+    def scalars(self) -> frozenset[str]:
+        """Measured values: numbers and weekdays (a changed name may be a new subject instead)."""
+        return frozenset(v for v in self.values if starts_with_digit(v) or v in _WEEKDAYS)
+
+
+def _given_up(text: str) -> frozenset[str]:
+    """What the give-up cues name: the first content words after each ("gave up the violin" → violin)."""
+    found: set[str] = set()
+    for match in _ABANDON.finditer(text):
+        phrase = _PHRASE_END.split(text[match.end():match.end() + 60], maxsplit=1)[0]
+        words = [w for w in statement_tokens(phrase) if w not in _ATTRIBUTE_STOP and w not in _NOT_HEADS]
+        found.update(w for word in words[:2] for w in (word, _stem(word)))
+    return frozenset(found)
+
+
+def _number(token: str) -> str | None:
+    if starts_with_digit(token):
+        return _ORDINAL_SUFFIX.sub("", token).replace(",", "")
+    return _NUMBER_WORDS.get(token) or _ORDINALS.get(token)
+
+
+def _head(tokens: list[str], index: int) -> str | None:
+    """What a number counts: the next content word within two ("25 new postcards"), else the word before
+    ("level 100")."""
+    for word in tokens[index + 1:index + 3]:
+        if _number(word) or word in _ATTRIBUTE_STOP - _LIGHT_WORDS and word not in _NOT_HEADS:
+            break
+        if word not in _NOT_HEADS and len(word) > 2:
+            return _stem(word)
+    before = tokens[index - 1] if index > 0 else ""
+    return _stem(before) if before and before not in _ATTRIBUTE_STOP and not _number(before) else None
 
 
 @dataclass(frozen=True)
 class Verdict:
     kind: str  # supersede | contradicts | compatible
     reason: str
-    overlap: float  # attribute overlap (Jaccard)
+    overlap: float  # attribute overlap (shared stems over the smaller attribute)
+    unsure: bool = False  # the same attribute with another value, and no rule was sure: a model may decide
 
 
-def judge(a: Statement, b: Statement, *, min_gap: timedelta = timedelta(hours=1), same_attribute: float = 0.6,
-          certain_attribute: float = 0.8) -> Verdict:
-    """How the newer statement `b` relates to the older `a` (pass them in time order).
-
-    A value change needs a value in the older statement that something replaces (or a negation that flips);
-    without values, only an explicit abandonment ("gave up the violin") of the older statement's subject counts.
-    """
-    shared_names = a.name_words & b.name_words
-    union = a.attribute | b.attribute
-    overlap = len(a.attribute & b.attribute) / len(union) if union else 0.0
-    if not (shared_names or overlap >= 0.2) or b.adds:
-        return Verdict(COMPATIBLE, "the newer one adds" if b.adds else "no shared subject", overlap)
-    new_values = b.values - a.values
-    flipped = a.negated != b.negated
-    if (a.values and new_values) or flipped:
-        return _value_change(a, b, overlap, new_values, flipped, min_gap, same_attribute, certain_attribute)
-    contained = len(a.attribute & b.attribute) / len(a.attribute) if a.attribute else 0.0
-    if b.abandons and contained >= 0.5 and b.at - a.at >= min_gap:
+def judge(a: Statement, b: Statement, *, same_session: bool = False, min_gap: timedelta = timedelta(hours=1),
+          same_attribute: float = 0.5, certain_attribute: float = 0.8) -> Verdict:
+    """How the newer statement `b` relates to the older `a` (pass them in time order). Within one session two
+    statements are parts of one account (a list, a correction, moves of a game): never flagged."""
+    shared = a.attribute & b.attribute
+    overlap = len(shared) / min(len(a.attribute), len(b.attribute)) if a.attribute and b.attribute else 0.0
+    if a.reading or b.reading:
+        return Verdict(COMPATIBLE, "readings of a moment", overlap)
+    if (a.heads & b.acquired and a.running_total and a.first_person and b.first_person
+            and b.at - a.at >= min_gap and not a.event):
+        return Verdict(SUPERSEDE, "one more of a counted thing: the count changed", overlap)
+    if b.adds:
+        return Verdict(COMPATIBLE, "the newer one adds", overlap)
+    if a.heads and b.heads and not (a.heads & (b.heads | b.attribute) or b.heads & (a.heads | a.attribute)):
+        return Verdict(COMPATIBLE, "different attributes: they count different things", overlap)
+    if b.abandons and not a.negated and b.at - a.at >= min_gap and _gives_up(a, b, shared, same_attribute):
         return Verdict(SUPERSEDE, "the newer one gives the older up", overlap)
-    return Verdict(COMPATIBLE, "same values", overlap)
-
-
-def _value_change(a: Statement, b: Statement, overlap: float, new_values: frozenset[str], flipped: bool,
-                  min_gap: timedelta, same_attribute: float, certain_attribute: float) -> Verdict:
-    updates = b.updates or (b.maybe_updates and bool(a.values - b.values))
-    if not (updates or overlap >= same_attribute):
+    if not (a.values and b.values - a.values) and not _flipped(a, b):
+        return Verdict(COMPATIBLE, "no value changed", overlap)
+    if not _same_attribute(a, b, shared, overlap, same_attribute):
         return Verdict(COMPATIBLE, "different attributes", overlap)
+    verdict = _value_change(a, b, overlap, min_gap, certain_attribute)
+    if verdict.kind == CONTRADICTS and same_session:
+        return Verdict(COMPATIBLE, "one conversation: parts of one account", overlap)
+    return verdict
+
+
+def _flipped(a: Statement, b: Statement) -> bool:
+    """A negation that flips between two short statements ("I am vegetarian" / "I am not vegetarian anymore"); in
+    long sentences a "not" is too often about something else."""
+    return a.negated != b.negated and a.brief and b.brief
+
+
+def _gives_up(a: Statement, b: Statement, shared: frozenset[str], threshold: float) -> bool:
+    """"I gave up the violin" of "I'm learning the violin"; "Finished Dune" of "I'm reading Dune"."""
+    if not (a.attribute | a.name_words) & b.given_up:
+        return False
+    contained = len(shared) / len(a.attribute) if a.attribute else 0.0
+    return contained >= threshold or bool(a.name_words and a.name_words <= b.given_up)
+
+
+def _counted_change(a: Statement, b: Statement) -> bool:
+    """A number changed for the same counted thing ("3 weeks" → "4 weeks"), or, where one side names no counted
+    thing, any number changed."""
+    shared_heads = a.heads & b.heads
+    if a.heads and b.heads and not shared_heads:
+        return False
+    if not shared_heads:
+        return bool(a.scalars - b.scalars and b.scalars - a.scalars)
+    changed = {head for head in shared_heads
+               if {n for h, n in a.counts if h == head} != {n for h, n in b.counts if h == head}}
+    # "writing for three months … 7 short stories" / "a short story for a month … 500 words a week": only a
+    # duration changed while each counts something the other does not — two different activities.
+    if changed <= _DURATIONS and (a.heads - shared_heads or b.heads - shared_heads):
+        return False
+    return bool(changed)
+
+
+def _same_attribute(a: Statement, b: Statement, shared: frozenset[str], overlap: float, threshold: float) -> bool:
+    """Two words of the attribute in common and most of the smaller one, or what the numbers count in common
+    with a name ("my Fitbit for 6 months" / "my Fitbit for 9 months"); a strong cue needs less when a name is
+    shared ("offsite in Madrid" / "offsite changed from Madrid to Valencia")."""
+    if len(shared) >= 2 and (overlap >= threshold or a.heads & (b.heads | b.attribute)):
+        return True
+    if _flipped(a, b) and shared == a.attribute == b.attribute:
+        return True  # "I am vegetarian" / "I am not vegetarian anymore"
+    names = a.name_words & b.name_words
+    words = (a.attribute | a.name_words) & (b.attribute | b.name_words)  # "offsite" / "Offsite location"
+    cued = b.updates and len(words) >= 2 or shared and b.maybe_updates
+    return bool(names) and bool(a.heads & b.heads or cued or _flipped(a, b))
+
+
+def _value_change(a: Statement, b: Statement, overlap: float, min_gap: timedelta, certain: float) -> Verdict:
+    scalar_changed = _counted_change(a, b)
+    flipped = _flipped(a, b)
+    brief = a.brief and b.brief
     if b.at - a.at < min_gap:
-        return Verdict(CONTRADICTS, "stated at the same time", overlap)
-    if updates:
+        if (scalar_changed or flipped) and overlap >= certain and brief:
+            return Verdict(CONTRADICTS, "stated at the same time", overlap, unsure=True)
+        return Verdict(COMPATIBLE, "said together: two parts of one account", overlap)
+    if a.event or b.event:
+        return Verdict(COMPATIBLE, "one-off events on their own dates", overlap)
+    if b.updates:
         return Verdict(SUPERSEDE, "update cue", overlap)
-    # Without a cue only a measured value (a number) or a negation on the very same attribute is clear enough:
-    # a changed name may be a new subject ("Fresh note" after "Old note").
-    if overlap >= certain_attribute and (any(starts_with_digit(v) for v in new_values) or flipped):
+    if a.first_person and b.first_person and scalar_changed:
+        return Verdict(SUPERSEDE, "a newer value of the speaker's own state", overlap)
+    if b.maybe_updates and a.values - b.values and (brief and (scalar_changed or overlap >= certain)
+                                                    or a.first_person and b.first_person
+                                                    and bool(a.name_words & b.name_words)):
+        return Verdict(SUPERSEDE, "update cue, the older value gone", overlap)
+    # Without a cue only a measured value or a negation on the very same attribute is clear enough: a changed
+    # name may be a new subject ("Fresh note" after "Old note"), which a person decides.
+    if overlap >= certain and brief and (flipped or scalar_changed and not (a.first_person or b.first_person)):
         return Verdict(SUPERSEDE, "same attribute, new value", overlap)
-    return Verdict(CONTRADICTS, "ambiguous: attributes partly overlap", overlap)
+    if overlap >= certain and brief and scalar_changed:
+        return Verdict(CONTRADICTS, "a changed value without a cue", overlap, unsure=True)
+    return Verdict(COMPATIBLE, "ambiguous: left as both true", overlap, unsure=True)
 
 
-def judge_texts(older: str, older_at: datetime, newer: str, newer_at: datetime,
-                common_names: frozenset[str] = frozenset()) -> Verdict:
-    """Sentence by sentence: the older memory is superseded only when every one of its statements is
-    superseded by a statement of the newer one (a long turn that also says other things stays); any
-    other disagreement is flagged; otherwise the two are compatible."""
-    olds, news = _parsed(older, older_at, common_names), _parsed(newer, newer_at, common_names)
-    if not olds or not news:
-        return Verdict(COMPATIBLE, "no statement to compare", 0.0)
-    verdicts = [[judge(o, n) for n in news] for o in olds]
-    best = [max(row, key=lambda v: _RANK[v.kind]) for row in verdicts] if news else []
-    if best and all(v.kind == SUPERSEDE for v in best):
-        return max(best, key=lambda v: v.overlap)
-    clashes = [v for v in best if v.kind != COMPATIBLE]
-    if clashes:
-        return Verdict(CONTRADICTS, f"partly: {clashes[0].reason}", clashes[0].overlap)
-    return Verdict(COMPATIBLE, "no statement disagrees", max((v.overlap for v in best), default=0.0))
+# --- claims of memories ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Claim:
+    memory: int  # index of the memory in the caller's list
+    sentence: int  # index of the sentence (in `statement_sentences(text)`) the clause belongs to
+    text: str
+    scope: Hashable
+    session: str | None
+    statement: Statement
 
 
-_RANK = {COMPATIBLE: 0, CONTRADICTS: 1, SUPERSEDE: 2}
+def statement_sentences(text: str) -> list[str]:
+    """A memory's sentences without its speaker prefix, newline-separated parts split too."""
+    return [s for part in split_speaker(text)[1].split("\n") for s in sentences(part)]
 
 
-@lru_cache(maxsize=200_000)
-def _parsed(text: str, at: datetime, common_names: frozenset[str]) -> tuple[Statement, ...]:
-    # One memory meets many candidates in a run: parse it once. Names everyone uses (the people talking)
-    # are no shared subject.
-    return tuple(_without(Statement.parse(s, at), common_names) for s in _statements(text))
+def claims_of(memory: int, text: str, at: datetime, *, role: str, scope: Hashable, session: str | None = None,
+              common_names: frozenset[str] = frozenset()) -> list[Claim]:
+    """The clauses of a memory that state a value, parsed; none for the assistant's turns."""
+    if role == "assistant":
+        return []
+    found = []
+    for number, sentence in enumerate(statement_sentences(text)):
+        for clause in _clauses(sentence):
+            statement = _without(Statement.parse(clause, at), common_names)
+            # A statement without a value can still be given up later ("I'm learning the violin").
+            if statement.values or statement.negated or statement.abandons or (
+                    statement.brief and not is_low_signal(clause, common_names)):
+                found.append(Claim(memory, number, clause, scope, session, statement))
+    return found
+
+
+def informative_sentences(text: str) -> list[int]:
+    """Indexes of the sentences that say something (not greetings, questions or small talk)."""
+    return [n for n, s in enumerate(statement_sentences(text)) if _is_statement(s) and not is_low_signal(s)]
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The sentence without its question or intention parts ("… for 6 months now - do you have any tips?")."""
+    parts = [_DISCOURSE.sub("", p.strip(" ,")) for p in _CLAUSE_BREAK.split(sentence)]
+    kept = ", ".join(p for p in parts if p and not _is_question(p) and not _INTENTION.search(p))
+    return [kept] if _is_statement(kept) else []
+
+
+def _is_statement(text: str) -> bool:
+    return (len(statement_tokens(text)) >= 3 and not _is_question(text) and not _MARKUP.search(text)
+            and not _REQUEST.match(text))
+
+
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith("?") or bool(_QUESTION_START.match(text))
 
 
 def _without(statement: Statement, names: frozenset[str]) -> Statement:
+    # Names everyone uses (the people talking) are no shared subject.
     words = frozenset(w for name in names for w in name.split())
     return replace(statement, name_words=statement.name_words - words,
                    values=frozenset(v for v in statement.values if v not in names))
 
 
-def _statements(text: str) -> list[str]:
-    """Sentences that state something: a speaker prefix removed; no questions, greetings or small talk."""
-    return [s for s in sentences(split_speaker(text)[1]) if len(statement_tokens(s)) >= 3
-            and not is_low_signal(s)]
+def claim_pairs(claims: Sequence[Claim], *, max_posting: int = 60) -> list[tuple[int, int]]:
+    """Index pairs of claims in one scope sharing two attribute stems, a head or a name, from an inverted index
+    (a key in more than `max_posting` claims is too common to link), where one of them can carry an update."""
+    postings: dict[tuple[Hashable, str], list[int]] = defaultdict(list)
+    for index, claim in enumerate(claims):
+        for key in claim.statement.attribute | claim.statement.heads | claim.statement.name_words:
+            postings[(claim.scope, key)].append(index)
+    shared: Counter[tuple[int, int]] = Counter()
+    for members in postings.values():
+        if len(members) <= max_posting:
+            for i, a in enumerate(members):
+                for b in members[i + 1:]:
+                    if claims[a].memory != claims[b].memory:
+                        shared[(a, b)] += 1
+    return [(a, b) for (a, b), count in shared.items() if _changes(claims[a]) or _changes(claims[b])
+            if count >= 2 or claims[a].statement.heads & claims[b].statement.heads
+            or claims[a].statement.name_words & claims[b].statement.name_words
+            or claims[a].statement.abandons or claims[b].statement.abandons]
+
+
+def _changes(claim: Claim) -> bool:
+    """Can this claim be part of an update: it holds a value, a negation, or gives something up."""
+    return bool(claim.statement.values or claim.statement.negated or claim.statement.abandons)
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    older: Claim
+    newer: Claim
+    verdict: Verdict
+
+
+def claim_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], *,
+                   keep_unsure: bool = False) -> list[ClaimVerdict]:
+    """Every non-compatible verdict (and, with `keep_unsure`, the compatible ones no rule was sure of), each pair
+    judged once in time order."""
+    found = []
+    for a, b in pairs:
+        older, newer = sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))
+        verdict = judge(older.statement, newer.statement,
+                        same_session=older.session is not None and older.session == newer.session)
+        if verdict.kind != COMPATIBLE or keep_unsure and verdict.unsure:
+            found.append(ClaimVerdict(older, newer, verdict))
+    return found
+
+
+@dataclass(frozen=True)
+class Retired:
+    """An older claim's sentence and the newest claim that replaces it."""
+
+    sentence: int
+    text: str  # the whole sentence the claim was made in
+    claim: Claim
+    by: Claim
+    verdict: Verdict
+
+    @property
+    def replaced_values(self) -> frozenset[str]:
+        """The older claim's values the newer one no longer states ("17" of "17 postcards" → "25 postcards")."""
+        return self.claim.statement.values - self.by.statement.values
+
+
+@dataclass
+class Updates:
+    """What the verdicts mean for whole memories: a memory whose every informative sentence is replaced is
+    superseded whole; one with sentences still true keeps them and only its replaced sentences retire."""
+
+    superseded: dict[int, Retired]  # older memory → the newest replacement of its (last) claim
+    retired: dict[int, list[Retired]]  # older memory → its replaced sentences (the rest stays true)
+    flagged: dict[tuple[int, int], Verdict]  # (older, newer) memory pairs a person should look at
+
+
+def updates_of(verdicts: Sequence[ClaimVerdict], texts: Sequence[str]) -> Updates:
+    """Each replaced sentence retires once, by its newest replacement; flags only between memories that stay."""
+    newest: dict[tuple[int, int], ClaimVerdict] = {}
+    flagged: dict[tuple[int, int], Verdict] = {}
+    for found in verdicts:
+        if found.verdict.kind == COMPATIBLE:
+            continue
+        if found.verdict.kind == SUPERSEDE:
+            key = (found.older.memory, found.older.sentence)
+            if key not in newest or found.newer.statement.at > newest[key].newer.statement.at:
+                newest[key] = found
+        else:
+            flagged.setdefault((found.older.memory, found.newer.memory), found.verdict)
+    by_memory: dict[int, list[Retired]] = defaultdict(list)
+    for (memory, sentence), found in sorted(newest.items()):
+        by_memory[memory].append(Retired(sentence, statement_sentences(texts[memory])[sentence], found.older,
+                                         found.newer, found.verdict))
+    updates = Updates(superseded={}, retired={}, flagged={})
+    for memory, retired in by_memory.items():
+        if set(informative_sentences(texts[memory])) <= {r.sentence for r in retired}:
+            updates.superseded[memory] = max(retired, key=lambda r: r.by.statement.at)
+        else:
+            updates.retired[memory] = retired
+    gone = set(updates.superseded)
+    updates.flagged = {pair: v for pair, v in flagged.items() if not gone & set(pair)}
+    return updates
+
+
+def remainder_of(text: str, retired: Iterable[int]) -> str:
+    """The memory's text without its retired sentences (its speaker prefix kept)."""
+    speaker = split_speaker(text)[0]
+    dropped = set(retired)
+    kept = " ".join(s for n, s in enumerate(statement_sentences(text)) if n not in dropped)
+    return f"{speaker}: {kept}" if speaker else kept
+
+
+@dataclass(frozen=True)
+class Ordered:
+    index: int  # position in the ranking given
+    earlier_than: int | None  # a newer result stating the same attribute differently (its given position)
+
+
+def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence[str]) -> list[Ordered]:
+    """Search results in rank order, re-ordered only where two state the same attribute with different values:
+    the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
+    newer unrelated statement never outranks an older relevant one."""
+    claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
+              for c in _cached_claims(text, at, role)]
+    newer_of: dict[int, int] = {}
+    for found in claim_verdicts(claims, claim_pairs(claims)):
+        older, newer = found.older.memory, found.newer.memory
+        later = found.older.statement.at < found.newer.statement.at
+        if later and (older not in newer_of or dates[newer] > dates[newer_of[older]]):
+            newer_of[older] = newer
+    order = list(range(len(texts)))
+    for older, newer in sorted(newer_of.items()):
+        if order.index(newer) > order.index(older):
+            order.remove(newer)
+            order.insert(order.index(older), newer)
+    return [Ordered(n, newer_of.get(n)) for n in order]
+
+
+@lru_cache(maxsize=20_000)
+def _cached_claims(text: str, at: datetime, role: str) -> tuple[Claim, ...]:
+    # The same memories come back search after search: parse each once per process.
+    return tuple(claims_of(0, text, at, role=role, scope=None))

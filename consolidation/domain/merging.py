@@ -20,9 +20,9 @@ from datetime import date, timedelta
 
 from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import NUMBER, STOP_WORDS, words
+from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 LOW_SIGNAL = re.compile(
     r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
@@ -70,10 +70,6 @@ class _Sentence:
     text: str
     words: frozenset[str]
     values: frozenset[str]
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> bool:

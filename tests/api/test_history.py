@@ -117,6 +117,38 @@ def test_context_with_history_says_since_when_a_statement_no_longer_holds(api, s
     assert {m["state"] for m in answer["memories"]} >= {"raw", "archived"}
 
 
+def test_context_dates_each_memory_by_what_it_states_and_cuts_a_long_one_to_its_relevant_sentences(api, tenant,
+                                                                                                     now):
+    long_turn = ("Can you help me plan a birthday dinner for six people? I was thinking of Italian food. "
+                 "By the way, I've been running the Thursday book club for 3 years now. "
+                 + "Also the restaurant should have vegetarian options and be close to the station. " * 4)
+    ingest_one(tenant, long_turn, session="a", created_at=now - 40 * DAY)
+    ingest_one(tenant, "I've been running the Thursday book club for 4 years now.", session="b",
+               created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    body = {"query": "How long have I been running the book club?", "user_id": "u1", "budget_chars": 600}
+    lines = api.post("/context", body).json()["context"].splitlines()
+    newer_line = f"- [{(now - 5 * DAY).date().isoformat()}] I've been running the Thursday book club for 4 years"
+    assert lines[0].startswith(newer_line) and all(len(line) < 400 for line in lines)
+    older_line = next(line for line in lines if "3 years" in line)
+    assert older_line.startswith(f"- [{(now - 40 * DAY).date().isoformat()}]") and "(earlier;" in older_line
+    assert "Italian food" not in older_line  # the sentences the question is not about are left out
+
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    context = api.post("/context", body).json()["context"]
+    assert "for 4 years" in context and "3 years" not in context  # the stale claim retired, the rest still there
+
+
+def test_context_prints_the_date_of_a_merged_memorys_newest_source_never_the_run_date(api, tenant, now):
+    ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(3)],
+                       created_at=now - 9 * DAY)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert semantic.valid_from == now - 9 * DAY
+    context = api.post("/context", {"query": "billing-api Redis cache limit", "user_id": "u1"}).json()["context"]
+    assert f"- [{(now - 9 * DAY).date().isoformat()}] " in context and now.date().isoformat() not in context
+
+
 # --- GET /memories/{id}/history ---------------------------------------------------------------------------------
 
 def test_the_history_of_a_semantic_memory_names_its_sources_and_the_clustering_run(api, tenant, three_days_ago):

@@ -6,11 +6,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from consolidation.domain.contradictions import COMPATIBLE, CONTRADICTS, SUPERSEDE, Statement, judge
+from consolidation.domain.contradictions import (
+    COMPATIBLE,
+    CONTRADICTS,
+    SUPERSEDE,
+    Statement,
+    claim_pairs,
+    claim_verdicts,
+    claims_of,
+    judge,
+    remainder_of,
+    updates_of,
+)
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import LedgerEntry
 from tests.factories import DAY, MINUTE, ingest_one
-from zeromem.models import Memory, MemoryRelation
+from zeromem.models import Memory, MemoryRelation, MemorySource
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -45,9 +56,90 @@ def test_statements_made_at_the_same_time_are_flagged_not_superseded():
     assert verdict("The queue limit is 500.", "The queue limit is 800.", gap=timedelta(minutes=1)) == CONTRADICTS
 
 
-def test_a_changed_name_without_an_update_cue_is_flagged_not_superseded():
+def test_a_changed_name_without_an_update_cue_is_not_superseded():
     assert verdict("The on-call engineer this week is Priya Shah.",
-                   "The on-call engineer this week is Omar Haddad.") == CONTRADICTS
+                   "The on-call engineer this week is Omar Haddad.") != SUPERSEDE
+
+
+def test_a_running_total_about_the_speaker_is_updated_without_a_cue_word():
+    assert verdict("I've planted 12 tomato seedlings since spring.",
+                   "I've planted 20 tomato seedlings since spring.") == SUPERSEDE
+    assert verdict("We're at 4 wins and 1 loss in the chess club so far.",
+                   "We're at 6 wins and 1 loss in the chess club so far.") == SUPERSEDE
+
+
+def test_one_more_of_a_counted_thing_changes_the_running_total():
+    assert verdict("I have a total of 12 vinyl records in my collection.",
+                   "I just bought another vinyl record for my collection.") == SUPERSEDE
+    assert verdict("I just bought a vinyl record at the flea market.",
+                   "I just bought another vinyl record for my collection.") == COMPATIBLE  # no total to update
+
+
+def test_a_changed_duration_of_two_different_activities_is_no_update():
+    assert verdict("I've been learning the cello for three months now and finished 4 pieces.",
+                   "I've been practising one cello piece for a month now, 20 minutes a day.") == COMPATIBLE
+
+
+def test_a_count_of_another_thing_is_another_attribute():
+    assert verdict("I've bought 4 bags of coffee beans this month.", "I've bought 6 mugs this month.") == COMPATIBLE
+
+
+def test_a_rub_is_not_a_sauce():
+    assert verdict("My go-to dry rub is Smoky Ember.", "My go-to barbecue sauce is now Red Hollow.") == COMPATIBLE
+
+
+@pytest.mark.parametrize("older,newer", [
+    ("checkout-api p99 latency 420 ms", "checkout-api p99 latency 980 ms"),
+    ("The server room temperature measured 21 degrees.", "The server room temperature measured 24 degrees."),
+    ("payments error rate 0.4% over 5 min", "payments error rate 6.1% over 5 min"),
+])
+def test_readings_of_a_moment_neither_supersede_nor_contradict(older, newer):
+    assert verdict(older, newer) == COMPATIBLE
+    assert verdict(older, newer, gap=timedelta(minutes=1)) == COMPATIBLE
+
+
+def test_one_off_events_on_their_own_dates_are_not_updates():
+    assert verdict("I ran 5 km along the river on 3/14.", "I ran 8 km along the river on 3/21.") == COMPATIBLE
+
+
+def test_two_statements_of_one_session_are_never_flagged():
+    older, newer = Statement.parse("The queue limit is 500.", T0), Statement.parse("The queue limit is 800.", T0)
+    assert judge(older, newer, same_session=True).kind == COMPATIBLE
+    assert judge(older, newer, same_session=False).kind == CONTRADICTS
+
+
+@pytest.mark.parametrize("text,role", [
+    ("Congratulations on finishing 4 projects since you started your painting classes!", "assistant"),
+    ("Have I read 5 books this year?", "user"),
+    ("| Month | Books read |\n| March | 5 |", "user"),
+    ("Set `max_retries = 5` in the config.", "user"),
+    ("Write me a 300 word story about 3 dragons.", "user"),
+    ("I'm thinking of buying 2 more lamps for the hallway.", "user"),
+])
+def test_questions_markup_requests_plans_and_the_assistant_make_no_claims(text, role):
+    assert claims_of(0, text, T0, role=role, scope="u") == []
+
+
+def test_a_long_turn_retires_only_its_replaced_sentence():
+    older = ("Can you help me plan a weekend in Porto? I've visited 14 countries so far. "
+             "My sister lives in Lisbon and loves the food there.")
+    newer = "Peru was amazing, I've visited 15 countries so far!"
+    claims = (claims_of(0, older, T0, role="user", scope="u", session="a")
+              + claims_of(1, newer, T0 + timedelta(days=90), role="user", scope="u", session="b"))
+    updates = updates_of(claim_verdicts(claims, claim_pairs(claims)), [older, newer])
+    assert not updates.superseded and list(updates.retired) == [0]
+    [retired] = updates.retired[0]
+    assert retired.text == "I've visited 14 countries so far." and retired.by.memory == 1
+    assert remainder_of(older, [retired.sentence]) == (
+        "Can you help me plan a weekend in Porto? My sister lives in Lisbon and loves the food there.")
+
+
+def test_a_memory_whose_every_statement_is_replaced_is_superseded_whole():
+    texts = ["Thanks! I've visited 14 countries so far.", "I've visited 15 countries so far."]
+    claims = [c for n, t in enumerate(texts)
+              for c in claims_of(n, t, T0 + timedelta(days=90 * n), role="user", scope="u", session=str(n))]
+    updates = updates_of(claim_verdicts(claims, claim_pairs(claims)), texts)
+    assert list(updates.superseded) == [0] and not updates.retired
 
 
 @pytest.mark.django_db(transaction=True)
@@ -88,11 +180,62 @@ def test_still_true_statements_are_neither_superseded_nor_archived(tenant, now):
     assert not MemoryRelation.objects.filter(relation_type="supersedes").exists()
 
 
-def test_a_long_turn_is_superseded_only_when_everything_it_says_is_replaced():
-    from consolidation.domain.contradictions import judge_texts
+@pytest.mark.django_db(transaction=True)
+def test_a_replaced_claim_in_a_long_turn_retires_while_the_rest_stays_searchable(tenant, events, now):
+    from consolidation.corrections.revert import run_revert
+    from zeromem.core.selectors import MemoryFilter, memories_search
 
-    older = "Melanie: I'm painting a lot these days. My daughter loves the beach and we go every weekend."
-    newer = "Melanie: I finished my painting class, now I'm doing pottery."
-    assert judge_texts(older, T0, newer, T0 + timedelta(days=20)).kind != SUPERSEDE
-    assert judge_texts("Our Postgres is version 14.", T0, "We upgraded Postgres to version 17.",
-                       T0 + timedelta(days=20)).kind == SUPERSEDE
+    older = ingest_one(tenant, "Can you help me plan a weekend in Porto? I've visited 14 countries so far. "
+                               "My sister lives in Lisbon and loves the food there.", session="a",
+                       created_at=now - 90 * DAY)
+    newer = ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b",
+                       created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    assert run.claims_retired == 1
+    turn = Memory.objects.get(id=older)
+    claim = Memory.objects.get(metadata__source_type="claim")
+    remainder = Memory.objects.get(metadata__source_type="remainder")
+    assert turn.state == "consolidated"
+    assert claim.content == "I've visited 14 countries so far." and claim.state == "archived"
+    assert claim.superseded_by_id == newer and claim.valid_to == Memory.objects.get(id=newer).created_at
+    assert "Lisbon" in remainder.content and "14 countries" not in remainder.content
+    assert remainder.valid_from == turn.created_at
+    assert {m.source_memory_id for m in MemorySource.objects.filter(memory__in=[claim, remainder])} == {older}
+    assert MemoryRelation.objects.filter(from_memory_id=newer, to_memory_id=claim.id, relation_type="supersedes")
+    hits = [h.memory.id for h in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                                                 query="how many countries have I visited", top_k=5)]
+    assert claim.id not in hits and newer in hits
+    entry = LedgerEntry.objects.get(action="claim.retire")
+    assert entry.undoable and entry.inputs["claims"][0]["sentence"] == claim.content
+    assert "memory.superseded" in [e["event"] for e in events]
+
+    assert run_revert(run_id=run.id, actor="test", reason="undo").refused == []
+    assert Memory.objects.get(id=older).state == "raw"
+    assert Memory.objects.get(id=remainder.id).state == "archived"
+    assert Memory.objects.get(id=claim.id).archive_reason == "retract"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retired_claim_takes_the_profile_items_built_from_it_along_and_an_undo_puts_them_back(tenant, now):
+    from consolidation.corrections.revert import run_revert
+    from profiles.models import MemoryProfile
+
+    older = ingest_one(tenant, "Can you help me plan a weekend in Porto? I've visited 14 countries so far.",
+                       session="a", created_at=now - 90 * DAY)
+    ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b", created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    item = {"category": "domain_fact", "subject": "u1", "statement": "u1 has visited 14 countries",
+            "confidence": 0.8, "source_ids": [str(older)]}
+    unrelated = {**item, "statement": "u1 plans a weekend in Porto"}
+    profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[item, unrelated])
+
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    profile.refresh_from_db()
+    assert [i["statement"] for i in profile.facts] == ["u1 plans a weekend in Porto"]
+    entry = LedgerEntry.objects.get(action="profile.update", run_id=run.id)
+    assert entry.outputs["retired"] == ["u1 has visited 14 countries"]
+
+    run_revert(run_id=run.id, actor="test", reason="undo")
+    profile.refresh_from_db()
+    assert [i["statement"] for i in profile.facts] == ["u1 has visited 14 countries", "u1 plans a weekend in Porto"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from tests.factories import ingest
+from tests.factories import ingest, memory_input
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.models import Memory, TermStat, UserSearchStats
 
@@ -120,3 +120,48 @@ def test_a_tenant_wide_search_returns_no_hit_that_shares_nothing_with_the_query(
                            min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
 
     assert len(hits) == 2 and all("pottery" in hit.memory.content and hit.score > 0 for hit in hits)
+
+
+SEEDLINGS_THEN = "I've planted 12 tomato seedlings in the garden since spring."
+SEEDLINGS_NOW = "I've planted 20 tomato seedlings in the garden since spring."
+UNRELATED_NEWER = "I bought a new garden hose and a watering can yesterday."
+
+
+def test_of_two_statements_of_one_attribute_the_newer_ranks_first_and_the_older_is_marked_earlier(api, tenant, now):
+    from tests.factories import DAY
+
+    ingest(tenant, SEEDLINGS_THEN, session="spring", created_at=now - 90 * DAY)
+    newer = ingest(tenant, SEEDLINGS_NOW, session="summer", created_at=now - 20 * DAY)[0]
+    ingest(tenant, CONVERSATION, session="s1", created_at=now - 30 * DAY)
+    results = api.post("/search", {"query": "How many tomato seedlings have I planted in the garden?",
+                                   "user_id": "u1", "top_k": 5}).json()["results"]
+    texts = [r["memory"]["content"] for r in results]
+    assert texts.index(SEEDLINGS_NOW) < texts.index(SEEDLINGS_THEN)
+    older = results[texts.index(SEEDLINGS_THEN)]
+    assert older["earlier_than"] == str(newer) and results[texts.index(SEEDLINGS_NOW)]["earlier_than"] is None
+
+
+def test_a_newer_unrelated_statement_never_outranks_an_older_relevant_one(tenant, now):
+    from tests.factories import DAY
+
+    ingest(tenant, SEEDLINGS_THEN, session="spring", created_at=now - 90 * DAY)
+    ingest(tenant, UNRELATED_NEWER, session="summer", created_at=now - DAY)
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                           query="How many tomato seedlings have I planted?", top_k=2)
+    assert [h.memory.content for h in hits] == [SEEDLINGS_THEN, UNRELATED_NEWER]
+    assert all(h.earlier_than is None for h in hits)
+
+
+def test_an_assistant_turn_ranks_below_the_users_own_statement(tenant, settings):
+    user_turn = memory_input("My sister's bakery sells 40 sourdough loaves a day.", role="user")
+    assistant_turn = memory_input("Sourdough loaves at a bakery: a sourdough starter needs feeding daily, and "
+                                  "loaves need a long proof.", role="assistant")
+    ingest(tenant, [assistant_turn, user_turn])
+    query = "How many sourdough loaves does the bakery sell?"
+    scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
+    settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = 1.0
+    alike = {h.memory.role: h.score for h in memories_search(scope=scope, query=query, top_k=2)}
+    settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = 0.7
+    weighted = {h.memory.role: h.score for h in memories_search(scope=scope, query=query, top_k=2)}
+    assert weighted["assistant"] == pytest.approx(0.7 * alike["assistant"])
+    assert weighted["user"] == pytest.approx(alike["user"])

@@ -156,3 +156,24 @@ def test_the_dashboard_counts_states_from_timestamps(tenant, now):
     assert [figures.states[s][2] for s in ("raw", "consolidated", "archived")] == [4, 0, 0]  # 4 days ago
     assert [figures.states[s][-1] for s in ("raw", "consolidated", "archived")] == [1, 1, 2]
     assert figures.runs["failed"][-1] == 1 and figures.totals["runs_failed_in_window"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retired_claim_is_reviewed_beside_the_newer_statement_and_reject_gives_the_memory_back(
+        tenant, admin_client, now):
+    turn = ingest_one(tenant, "My dog Luna comes along on every trail near Bergen. "
+                              "I've hiked 30 peaks in Norway so far.", session="a", created_at=now - 80 * DAY)
+    ingest_one(tenant, "I've hiked 34 peaks in Norway so far!", session="b", created_at=now - 4 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    retired = entry("claim.retire")
+    page = admin_client.get("/admin/review/", {"action": "claim.retire"}).content.decode()
+    assert page.count('class="side-by-side"') == 1
+    assert "I&#x27;ve hiked 30 peaks in Norway so far." in page and "34 peaks" in page
+    assert "My dog Luna comes along on every trail near Bergen." in page  # the remainder: what it still says
+
+    admin_client.post(f"/admin/review/{retired.id}/reject/", {"note": "same count"})
+    assert Memory.objects.get(id=turn).state == "raw"
+    assert Memory.objects.get(id=retired.outputs["claim_ids"][0]).archive_reason == "retract"
+    retired.refresh_from_db()
+    assert retired.undone_by is not None and retired.reviewed_by.action == "review.reject"

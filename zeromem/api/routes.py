@@ -166,7 +166,7 @@ def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
                                      min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
     access_record(h.memory.id for h in hits)
     return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine,
-                         **validity(h.memory)} for h in hits]}
+                         "earlier_than": h.earlier_than, **validity(h.memory)} for h in hits]}
 
 
 def validity(memory: Memory) -> dict[str, Any]:
@@ -297,7 +297,8 @@ def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
                 "entity_id": profile.entity_id or None, "version": profile.version, "summary": profile.summary,
                 "items": built.profile_items},
             "memories": [{"id": h.memory.id, "content": h.memory.content, "memory_type": h.memory.memory_type,
-                          "created_at": h.memory.created_at, "score": h.score, **validity(h.memory)}
+                          "created_at": h.memory.created_at, "score": h.score, "earlier_than": h.earlier_than,
+                          **validity(h.memory)}
                          for h in built.hits]}
 
 

@@ -264,6 +264,9 @@ class HitOut(Schema):
                                                   "still holds.")
     superseded_by: uuid.UUID | None = Field(description="The memory that replaced it; null when none did.")
     consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory; null if never.")
+    earlier_than: uuid.UUID | None = Field(
+        default=None, description="A newer result of this answer stating the same attribute with another value "
+                                  "(it ranks just above this one); null when none does.")
 
 
 class SearchOut(Schema):
@@ -427,6 +430,9 @@ class ContextMemoryOut(Schema):
                                                   "still holds.")
     superseded_by: uuid.UUID | None = Field(description="The memory that replaced it; null when none did.")
     consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory; null if never.")
+    earlier_than: uuid.UUID | None = Field(
+        default=None, description="A newer result of this answer stating the same attribute with another value "
+                                  "(it ranks just above this one); null when none does.")
 
 
 class ContextOut(Schema):

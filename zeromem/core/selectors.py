@@ -6,7 +6,7 @@ import base64
 import hmac
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from consolidation.domain.contradictions import newer_first
 from zeromem.core.adapters.embeddings import embed_query
 from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
 from zeromem.core.domain.transitions import SUPERSEDED
@@ -113,6 +114,7 @@ class SearchHit:
     score: float
     bm25: float
     cosine: float | None
+    earlier_than: uuid.UUID | None = None  # a newer result that states the same attribute with another value
 
 
 def query_lexemes(query: str) -> list[str]:
@@ -154,9 +156,10 @@ def _vector_pool(scope: MemoryFilter, vector: list[float], pool: int) -> list[st
 
 
 def _candidates(ids: Sequence[str], lexemes: Sequence[str], vector: list[float] | None) -> list[Candidate]:
+    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
     with connection.cursor() as cursor:
         cursor.execute(
-            """SELECT m.id,
+            """SELECT m.id, m.role,
                       CASE WHEN %s::vector IS NULL OR m.embedding IS NULL THEN NULL
                            ELSE 1 - (m.embedding <=> %s::vector) END,
                       length(m.search_vector),
@@ -165,8 +168,9 @@ def _candidates(ids: Sequence[str], lexemes: Sequence[str], vector: list[float] 
                          FROM unnest(m.search_vector) t WHERE t.lexeme = ANY(%s))
                  FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[])""",
             [_vector_param(vector), _vector_param(vector), list(lexemes), list(ids)])
-        return [Candidate(id=str(i), cosine=cos, length=length or 0, term_freqs=tfs or {})
-                for i, cos, length, tfs in cursor.fetchall()]
+        return [Candidate(id=str(i), cosine=cos, length=length or 0, term_freqs=tfs or {},
+                          weight=assistant if role == "assistant" else 1.0)
+                for i, role, cos, length, tfs in cursor.fetchall()]
 
 
 def _vector_param(vector: list[float] | None) -> str | None:
@@ -204,13 +208,23 @@ def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10,
     ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
                   vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
                   length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
-    return _hits([r for r in ranked if min_score is None or r.score > min_score])
+    return newer_statements_first(_hits([r for r in ranked if min_score is None or r.score > min_score]))
 
 
 def _hits(ranked: list[Ranked]) -> list[SearchHit]:
     memories = Memory.objects.in_bulk([r.id for r in ranked])
     return [SearchHit(memory=memories[uuid.UUID(r.id)], score=r.score, bm25=r.bm25, cosine=r.cosine)
             for r in ranked if uuid.UUID(r.id) in memories]
+
+
+def newer_statements_first(hits: list[SearchHit]) -> list[SearchHit]:
+    """Where two results state the same attribute with different values, the newer (by the statements' own
+    dates) ranks just above the older, which is marked `earlier_than` it; everything else keeps its rank."""
+    memories = [h.memory for h in hits]
+    ordered = newer_first([m.content for m in memories], [m.valid_from or m.created_at for m in memories],
+                          [m.role for m in memories])
+    return [replace(hits[o.index], earlier_than=None if o.earlier_than is None else memories[o.earlier_than].id)
+            for o in ordered]
 
 
 # --- listing -----------------------------------------------------------------------------------------------

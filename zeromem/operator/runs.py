@@ -29,7 +29,8 @@ class LedgerInline(admin.TabularInline):
 @admin.register(ConsolidationRun)
 class ConsolidationRunAdmin(admin.ModelAdmin):
     list_display = ("kind", "tenant", "user_id", "entity_id", "trigger", "status", "reviewed", "clusters",
-                    "merged", "created", "superseded", "archived", "llm_calls", "cost_usd", "created_at")
+                    "merged", "created", "superseded", "claims_retired", "flagged", "archived", "llm_calls", "cost_usd",
+                    "created_at")
     list_filter = ("kind", "status", "trigger", "tenant")
     search_fields = ("user_id", "entity_id", "=id")
     date_hierarchy = "created_at"

@@ -82,6 +82,7 @@ class SearchResult(Model):
     valid_to: datetime | None = None
     superseded_by: str | None = None
     consolidated_at: datetime | None = None
+    earlier_than: str | None = None  # a newer result stating the same attribute with another value
 
 
 class ContextMemory(Model):
@@ -95,6 +96,7 @@ class ContextMemory(Model):
     valid_to: datetime | None = None
     superseded_by: str | None = None
     consolidated_at: datetime | None = None
+    earlier_than: str | None = None
 
 
 class ProfileItem(Model):

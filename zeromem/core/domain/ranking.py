@@ -20,6 +20,7 @@ class Candidate:
     cosine: float | None  # None: the memory has no embedding (it still ranks lexically)
     length: int  # document length in lexemes
     term_freqs: Mapping[str, int]  # query lexeme → occurrences in this memory
+    weight: float = 1.0  # a prior on the fused score (an assistant's turn ranks below what the user said)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, vector_weight: 
     top = max(raw, default=0.0) or 1.0
     ranked = [
         Ranked(id=c.id, bm25=s, cosine=c.cosine,
-               score=(1 - vector_weight) * s / top + vector_weight * max(c.cosine or 0.0, 0.0))
+               score=c.weight * ((1 - vector_weight) * s / top + vector_weight * max(c.cosine or 0.0, 0.0)))
         for c, s in zip(candidates, raw, strict=True)
     ]
     ranked.sort(key=lambda r: (-r.score, r.id))

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from zeromem.core.domain.text import QUERY_STOP_WORDS, plain_words
+from zeromem.core.domain.text import QUERY_STOP_WORDS, plain_words, sentences, stems
 
 BUDGET_CHARS = 2000
 Key = TypeVar("Key", bound=Hashable)
@@ -19,6 +19,26 @@ Key = TypeVar("Key", bound=Hashable)
 
 def content_words(text: str) -> list[str]:
     return [w for w in plain_words(text) if w not in QUERY_STOP_WORDS]
+
+
+def relevant_excerpt(text: str, query: str, *, limit: int) -> str:
+    """A long text cut down to its sentences that share most words with the query, in their own order, joined
+    by " … " within `limit` characters: both sides of an update fit a context budget. A text within the limit,
+    or one no sentence of which shares a word with the query, comes back whole or cut at the limit."""
+    if len(text) <= limit:
+        return text
+    parts = [part for line in text.split("\n") for part in sentences(line)]
+    wanted = stems(query)
+    shared = [len(stems(part) & wanted) for part in parts]
+    chosen: list[int] = []
+    used = 0
+    for index in sorted(range(len(parts)), key=lambda i: (-shared[i], i)):
+        if shared[index] and used + len(parts[index]) + 3 <= limit:
+            chosen.append(index)
+            used += len(parts[index]) + 3
+    if not chosen:
+        return text[:limit - 1].rstrip() + "…"
+    return " … ".join(parts[i] for i in sorted(chosen))
 
 
 def within_budget(lengths: Sequence[int], budget: int = BUDGET_CHARS) -> list[int]:

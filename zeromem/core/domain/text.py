@@ -132,6 +132,15 @@ def drop_speaker(text: str) -> str:
     return _SPEAKER_PREFIX.sub("", text, count=1)
 
 
+# --- sentences -----------------------------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
 # --- stems ---------------------------------------------------------------------------------------------------
 
 _SUFFIX = re.compile(r"(?:'s|ing|ed|es|s|ly)$")

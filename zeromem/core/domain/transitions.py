@@ -35,7 +35,8 @@ TRANSITIONS: dict[str, Transition] = {t.operation: t for t in (
 SUPERSEDED = "supersede"
 
 # An undo's retraction is final: restoring it would resurrect what an operator explicitly took back.
-UNRESTORABLE_ARCHIVE_REASONS = frozenset({"retract"})
+UNDONE = "retract"
+UNRESTORABLE_ARCHIVE_REASONS = frozenset({UNDONE})
 
 
 class TransitionRefused(Exception):

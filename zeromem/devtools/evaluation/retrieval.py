@@ -53,10 +53,10 @@ class Scores:
         return self.totals[key] / self.totals["questions"] if self.totals["questions"] else 0.0
 
 
-def coverage(tenant_id: int) -> dict[uuid.UUID, frozenset[str]]:
-    """Memory id → LoCoMo turn ids it stands for: its own, and transitively its sources'."""
+def coverage(tenant_id: int, turn_key: str = "dia_id") -> dict[uuid.UUID, frozenset[str]]:
+    """Memory id → the turn ids (`metadata[turn_key]`) it stands for: its own, and transitively its sources'."""
     own = {m: frozenset([d]) if d else frozenset() for m, d in
-           Memory.objects.filter(tenant_id=tenant_id).values_list("id", "metadata__dia_id")}
+           Memory.objects.filter(tenant_id=tenant_id).values_list("id", f"metadata__{turn_key}")}
     sources: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
     for memory_id, source_id in MemorySource.objects.filter(memory__tenant_id=tenant_id).values_list(
             "memory_id", "source_memory_id"):

@@ -1,17 +1,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
+from django.utils import timezone
 from tqdm import tqdm
 
 from consolidation.jobs.clustering import clustering_run_now
-from zeromem.devtools.evaluation import locomo
+from consolidation.jobs.reflection import EXTRACTIVE
+from zeromem.devtools.evaluation import locomo, longmemeval
+from zeromem.devtools.evaluation.opsignals import evaluate_opsignals
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
 from zeromem.devtools.evaluation.updates import DEFAULT_PATH, evaluate_updates, load_cases
+
+# The figures measure the product without an LLM: no reflection model, no extraction phase, whatever the environment
+# configures.
+NO_LLM: dict[str, Any] = {"ZEROMEMORY_REFLECTION_MODEL": "", "ZEROMEMORY_DEFAULT_REFLECTION_MODEL": EXTRACTIVE,
+                          "ZEROMEMORY_EXTRACTION_PHASE": False}
 
 
 class Command(BaseCommand):
@@ -31,11 +40,87 @@ class Command(BaseCommand):
         profiles.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         profiles.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
         profiles.add_argument("--json", action="store_true")
+        lme = sub.add_parser("longmemeval", help="LongMemEval knowledge updates: current above stale, stale retired")
+        lme.add_argument("--variant", choices=longmemeval.VARIANTS, default="oracle",
+                         help="oracle: evidence sessions only; s: with ~45 filler sessions")
+        lme.add_argument("--data", default=None, help="a folder holding oracle/ (and s/); default "
+                                                      "../shared/eval/longmemeval/")
+        lme.add_argument("--questions", type=int, default=0, help="only the first N answerable questions (0 = all)")
+        lme.add_argument("--json", action="store_true")
+        ops = sub.add_parser("opsignals", help="an incident's monitoring events: flags and supersedes after clustering")
+        ops.add_argument("--window-as", choices=("field", "tags"), default="field",
+                         help="the window as MemoryInput.window (field) or as a tag window:<name> (tags)")
+        ops.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         # The evaluation measures retrieval itself; the safety net must not undo the runs it measures.
         with override_settings(ZEROMEMORY_CANARIES=False):
-            {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles}[which](options)
+            {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
+             "longmemeval": self._longmemeval, "opsignals": self._opsignals}[which](options)
+
+    @staticmethod
+    def _cluster(tenant_id: int, user_id: str) -> Any:
+        return clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger="cli", force=True)
+
+    def _bars(self) -> tuple[Callable[[str, int, int], None], Callable[[], None]]:
+        bars: dict[str, tqdm] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in bars:
+                bars[phase] = tqdm(total=total, desc=phase, unit="", file=self.stderr._out, leave=False)
+            bars[phase].update(done)
+
+        def close() -> None:
+            for bar in bars.values():
+                bar.close()
+
+        return progress, close
+
+    def _longmemeval(self, options: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        root, variant = Path(options["data"]) if options["data"] else longmemeval.DEFAULT_PATH, options["variant"]
+        if not longmemeval.available(root, variant):
+            raise CommandError(f"LongMemEval data not found: no {variant}/*.json under {root} (--data expects a "
+                               f"folder holding oracle/ and optionally s/, like ../shared/eval/longmemeval/)")
+        questions = longmemeval.load(longmemeval.variant_folder(root, variant), options["questions"])
+        if not questions:
+            raise CommandError(f"no answerable question in {longmemeval.variant_folder(root, variant)}")
+        progress, close = self._bars()
+        with override_settings(**NO_LLM):
+            result = longmemeval.evaluate_longmemeval(questions=questions, cluster=self._cluster, progress=progress,
+                                                      report=self.stderr.write)
+        close()
+        write = self.stderr.write
+        for item in result["supersedes_outside_evidence_list"]:
+            write(f"supersede outside the evidence: {item['question_id']}: {item['older']!r} → {item['newer']!r}")
+        figures = ", ".join(f"{key} {result[key]}" for key in (
+            "current_above_stale_before", "current_above_stale_after", "current_only_at_10_before",
+            "current_only_at_10_after", "ctx_current_no_stale_after", "ctx_newest_is_current_after", "stale_retired",
+            "current_lost", "false_retirements", "supersedes_outside_evidence", "flags"))
+        with_stale = sum(q["has_stale"] for q in result["per_question"])
+        write(f"{result['questions']} questions ({variant}; {with_stale} with a stale turn), {result['memories']} "
+              f"memories: {figures}; {result['seconds']} s")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
+
+    def _opsignals(self, options: dict[str, Any]) -> None:
+        with override_settings(**NO_LLM):
+            outcome = evaluate_opsignals(now=timezone.now(), cluster=self._cluster, window_as=options["window_as"],
+                                         progress=self.stderr.write)
+        figures, write = outcome.figures, self.stderr.write
+        for older, newer in outcome.flagged_pairs[:10]:
+            write(f"flagged: {older!r} ↔ {newer!r}")
+        if len(outcome.flagged_pairs) > 10:
+            write(f"… and {len(outcome.flagged_pairs) - 10} more flagged pairs")
+        for retired, successor in outcome.supersedes:
+            write(f"superseded: {retired!r} → {successor!r}")
+        write(f"{figures['memories']} events; {figures['flags']} flagged contradictions "
+              f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} supersedes; "
+              f"{figures['active_after']} active after clustering, {figures['semantic_written']} semantic memories; "
+              f"{figures['seconds']} s")
+        if options["json"]:
+            self.stdout.write(json.dumps(figures))
 
     def _profiles(self, options: dict[str, Any]) -> None:
         from pathlib import Path
