@@ -103,6 +103,8 @@ class ClusteringRow(MemoryRow):
     valid_from: datetime | None
     role: str
     session_id: str | None
+    activation: float
+    access_count: int
 
     @property
     def said_at(self) -> datetime:

@@ -241,6 +241,11 @@ ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, mi
 # Union-find never grows a cluster past this (ARCHITECTURE.md caps it at 20). Small, tight clusters keep what an agent
 # retrieves within a context budget as good as before clustering; at 20, LoCoMo budget recall fell by 0.02.
 ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 4, minimum=2, maximum=20)
+# A tag with this prefix names the window of a memory whose `window` field is empty ("window:outage"), so events that
+# carry their window as a tag never cluster across windows. Per tenant: `Tenant.overrides["window_tag_prefix"]`.
+ZEROMEMORY_WINDOW_TAG_PREFIX = os.environ.get("ZEROMEMORY_WINDOW_TAG_PREFIX", "window:").strip()  # "" = off
+# A window with at least this many memories also gets one digest per clustering run that folds the window.
+ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minimum=2, maximum=100_000)
 # A merged memory is dated by its newest source (what an agent sees): its members may span at most this many days,
 # so it never presents a months-old statement as recent. 0 = no limit.
 ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)

@@ -36,6 +36,7 @@ from consolidation.domain.contradictions import (
 from consolidation.domain.merging import Chunk, Member, merge_cluster
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
+from consolidation.jobs.window_digest import window_digests_write
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
@@ -43,7 +44,7 @@ from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clu
 from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
-from zeromem.core.events import event_emit
+from zeromem.core.events import event_emit, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType, Tenant
 
@@ -182,6 +183,8 @@ def _semantic_fields(rows: Sequence[ClusteringRow], text: str) -> dict[str, Any]
         "corroboration_count": sum(r.corroboration_count for r in rows),
         "confidence": min(1.0, max(r.confidence for r in rows) + 0.05 * (len(rows) - 1)),
         "stability_score": sum((r.importance + r.reward_score) / 2 for r in rows) / len(rows),
+        # At least as accessible as the most accessed source, and the sources' reads carried over.
+        "activation": max(r.activation for r in rows), "access_count": sum(r.access_count for r in rows),
         "entities": entities, "tags": sorted({t for r in rows for t in r.tags}),
         # What the memory states was last said on its newest source's date (never the run's time).
         "valid_from": max(r.said_at for r in rows),
@@ -313,7 +316,7 @@ def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loa
                      scores={"claims": len(claims)}, undoable=True)
         event_emit(event="memory.semantic.updated", tenant_id=tenant_id,
                    data={"semantic_id": str(remainder.id), "user_id": run.user_id, "created": True,
-                         "source_ids": [str(older.id)]})
+                         "source_ids": [str(older.id)], **semantic_event_data(remainder)})
     return remainder
 
 
@@ -359,7 +362,7 @@ def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: st
 
 def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[ClusteringRow], *, created: bool) -> None:
     data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
-            "source_ids": [str(r.id) for r in members]}
+            "source_ids": [str(r.id) for r in members], **semantic_event_data(semantic)}
     event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
     event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
 
@@ -393,6 +396,8 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
             counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
             if progress:
                 progress(done, len(plan.merges))
+        digests = window_digests_write(run=run, worker=worker, tenant_id=tenant.id, loaded=plan.loaded)
+        counts = {**counts, "clusters": counts["clusters"] + digests, "created": counts["created"] + digests}
         written = time.perf_counter()
         failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:

@@ -54,6 +54,23 @@ def test_a_cluster_becomes_one_semantic_memory_citing_every_member(tenant, event
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_merge_is_as_accessible_as_its_most_accessed_source_and_its_event_says_what_it_is(tenant, events,
+                                                                                             three_days_ago):
+    ids = ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(3)],
+                             created_at=three_days_ago, window="outage", tags=["sev1"])
+    for memory_id, activation, reads in zip(ids, (0.92, 0.4, 0.3), (5, 2, 0), strict=True):
+        Memory.objects.filter(id=memory_id).update(activation=activation, access_count=reads, importance=0.9)
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert (semantic.activation, semantic.access_count) == (0.92, 7)
+    data = next(e["data"] for e in events if e["event"] == "memory.semantic.updated")
+    assert data["id"] == str(semantic.id) and data["importance"] == 0.9 and data["window"] == "outage"
+    assert data["tags"] == ["sev1"] and data["source_count"] == 3 and data["valid_to"] is None
+    assert data["stability"] == semantic.stability_score and data["valid_from"] == semantic.valid_from.isoformat()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_it_never_touches_the_current_session_unless_forced(tenant, three_days_ago):
     ingest_clusterable(tenant, "Old note about billing-api and Redis.", created_at=three_days_ago - DAY)
     current = ingest_clusterable(tenant, [f"Current session billing-api Redis {i}." for i in range(2)],

@@ -17,6 +17,8 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from zeromem.models import Memory
+
 logger = logging.getLogger(__name__)
 
 EVENT_TYPES = frozenset({
@@ -54,3 +56,13 @@ def publish(payload: dict[str, Any]) -> None:
                       approximate=True)
     except Exception:
         logger.exception("could not publish %s to the %s stream", payload["event"], STREAM)
+
+
+def semantic_event_data(memory: Memory) -> dict[str, Any]:
+    """What a consumer filters `memory.semantic.updated` on: the memory's id, scores, tags, window, how many
+    memories it stands for and its valid dates."""
+    return {"id": str(memory.id), "importance": memory.importance, "stability": memory.stability_score,
+            "tags": list(memory.tags), "window": memory.window,
+            "source_count": int(memory.metadata.get("source_count", 0)),
+            "valid_from": memory.valid_from.isoformat() if memory.valid_from else None,
+            "valid_to": memory.valid_to.isoformat() if memory.valid_to else None}

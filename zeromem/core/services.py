@@ -13,6 +13,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -77,7 +78,23 @@ def _existing_ids(*, tenant_id: int, keys: set[tuple[str, str | None, str]]) -> 
     return {(u, s, h): i for u, s, h, i in rows if (u, s, h) in keys}
 
 
-def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | None, now: datetime) -> Memory:
+def window_tag_prefix(tenant_id: int) -> str:
+    """The tag prefix that names a memory's window when its `window` field is empty ("window:outage"):
+    the tenant's `overrides["window_tag_prefix"]`, else ZEROMEMORY_WINDOW_TAG_PREFIX ("" = off)."""
+    overrides = Tenant.objects.filter(id=tenant_id).values_list("overrides", flat=True).first() or {}
+    return str(overrides.get("window_tag_prefix", settings.ZEROMEMORY_WINDOW_TAG_PREFIX))
+
+
+def window_of(item: MemoryInput, prefix: str) -> str | None:
+    """The window field, else the first tag carrying the prefix (events usually arrive with it as a tag)."""
+    if item.window or not prefix:
+        return item.window
+    return next((tag[len(prefix):] for tag in item.tags if tag.startswith(prefix) and len(tag) > len(prefix)),
+                None)
+
+
+def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | None, now: datetime,
+                  window_prefix: str = "") -> Memory:
     importance = DEFAULT_IMPORTANCE if item.importance is None else item.importance
     return Memory(
         id=uuid.uuid4(), tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
@@ -85,7 +102,7 @@ def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | No
         kind=item.kind or classify_kind(item.content), role=item.role, content=item.content,
         content_hash=content_hash(item.content), embedding=vector,
         entities=list(item.entities) if item.entities is not None else extract_entities(item.content),
-        tags=list(item.tags), window=item.window, importance=importance, activation=importance,
+        tags=list(item.tags), window=window_of(item, window_prefix), importance=importance, activation=importance,
         metadata=item.metadata, created_at=item.created_at or now, valid_from=item.created_at or now,
     )
 
@@ -110,7 +127,9 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
     now = now or timezone.now()
     keys, fresh = _fresh_items(tenant_id, items)
     vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now) for i, v in zip(fresh, vectors, strict=True)]
+    prefix = window_tag_prefix(tenant_id)
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
+            for i, v in zip(fresh, vectors, strict=True)]
     try:
         with transaction.atomic():
             result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
@@ -161,8 +180,8 @@ def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
 
 def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
                     embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
-    now = timezone.now()
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now)
+    now, prefix = timezone.now(), window_tag_prefix(tenant_id)
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
             for i, v in zip(fresh, embedding.result(), strict=True)]
     with transaction.atomic():
         result = _store(tenant_id=tenant_id, rows=rows, keys=keys)

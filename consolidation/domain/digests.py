@@ -1,0 +1,53 @@
+"""Window digests: one memory that sums up an operational window (normal, degraded, outage, …). Pure; no Django.
+
+A digest is extractive: a one-line generalisation (the window, its event count and its dominant tags),
+then the statements of the window's most important events, near-duplicates collapsed, within a length limit.
+Its importance is the mean importance of the window's events, so a digest of a quiet window stays unimportant and
+one of an outage stays urgent (the few loudest events it quotes would make every digest look urgent).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from consolidation.domain.merging import Member, merge_cluster
+
+DOMINANT = 3  # tags (or names) named in the headline
+
+
+@dataclass(frozen=True)
+class Event:
+    text: str
+    importance: float
+    on: date
+    labels: tuple[str, ...]  # its tags: what the headline generalises from
+
+
+@dataclass(frozen=True)
+class Digest:
+    text: str
+    importance: float
+    chosen: tuple[int, ...]  # indexes of the events whose statements it carries
+
+
+def window_digest(window: str, events: Sequence[Event], *, event_count: int, limit: int) -> Digest:
+    """The digest of a window whose events (most important first is not required) are given; `event_count` is
+    how many events the window covers in all (earlier digests included)."""
+    ranked = sorted(range(len(events)), key=lambda i: (-events[i].importance, i))
+    headline = _headline(window, event_count, [e.labels for e in events])
+    chunks = merge_cluster([Member(events[i].text, events[i].on) for i in ranked],
+                           limit=max(limit - len(headline) - 1, 80))
+    first = chunks[0] if chunks else None
+    chosen = tuple(ranked[m] for m in first.members) if first else tuple(ranked[:1])
+    body = first.text if first else events[ranked[0]].text
+    importance = sum(e.importance for e in events) / len(events)
+    return Digest(text=f"{headline} {body}".strip(), importance=round(importance, 4), chosen=chosen)
+
+
+def _headline(window: str, count: int, labels: Sequence[tuple[str, ...]]) -> str:
+    counts = Counter(label for found in labels for label in dict.fromkeys(found))
+    dominant = [label for label, _ in counts.most_common(DOMINANT)]
+    return f"{window} window, {count} events" + (f", mostly {', '.join(dominant)}:" if dominant else ":")
