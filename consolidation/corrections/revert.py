@@ -110,6 +110,16 @@ def _claim_retire(entry: LedgerEntry, actor: str, reason: str) -> None:
                                      outputs={"retracted": [str(c) for c in claims]}))
 
 
+def _uninformative(entry: LedgerEntry, actor: str, reason: str) -> None:
+    ids = _ids(entry.memory_ids)
+    memory_transition(tenant_id=entry.tenant_id, memory_ids=ids, operation="restore", actor=actor, reason=reason)
+    _mark_undone(entry, ledger_write(tenant_id=entry.tenant_id, action="restore", actor=actor, user_id=entry.user_id,
+                                     memory_ids=ids, reason=reason, inputs={"archive_reason": "uninformative"}))
+    for memory_id in ids:
+        event_emit(event="memory.restored", tenant_id=entry.tenant_id,
+                   data={"memory_id": str(memory_id), "previous_archive_reason": "uninformative"})
+
+
 def _contradiction(entry: LedgerEntry, actor: str, reason: str) -> None:
     older, newer = entry.inputs["older"]["id"], entry.inputs["newer"]["id"]
     MemoryRelation.objects.filter(tenant_id=entry.tenant_id, from_memory_id=newer, to_memory_id=older,
@@ -168,6 +178,7 @@ def _extraction(entry: LedgerEntry, actor: str, reason: str) -> None:
 
 COMPENSATIONS: dict[str, Callable[[LedgerEntry, str, str], Any]] = {
     "merge": _merge, "supersede": _supersede, "claim.retire": _claim_retire, "contradiction.flagged": _contradiction,
+    "archive.uninformative": _uninformative,
     "reflection": _reflection,
     "profile.update": _profile, "extraction": _extraction,
 }

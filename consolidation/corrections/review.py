@@ -4,6 +4,7 @@ resolve. Every decision is a ledger row naming the acting admin user, linked fro
 - a merge: approve, or reject = unmerge (a merge into an existing semantic memory puts its earlier text back);
 - a supersede: approve, or reject = restore the retired statement;
 - a retired claim: approve, or reject = the memory back whole (its remainder unmerged, the claim retracted);
+- small talk archived: approve, or reject = the memories back to active;
 - a flagged contradiction: resolve = both statements stay true (the flag is cleared).
 """
 
@@ -24,11 +25,12 @@ from consolidation.ledger import ledger_write
 from consolidation.models import LedgerEntry
 from zeromem.models import Memory, MemoryRelation, RelationType
 
-REVIEWABLE = ("merge", "supersede", "claim.retire", "contradiction.flagged")
+REVIEWABLE = ("merge", "supersede", "claim.retire", "archive.uninformative", "contradiction.flagged")
 DECISIONS = {"merge": ("approve", "reject"), "supersede": ("approve", "reject"), "claim.retire": ("approve", "reject"),
-             "contradiction.flagged": ("resolve",)}
+             "archive.uninformative": ("approve", "reject"), "contradiction.flagged": ("resolve",)}
 TITLES = {"merge": ("Sources", "Semantic memory"), "supersede": ("Retired statement", "Newer statement"),
           "claim.retire": ("The memory and its retired claims", "Newer statements, and what the memory still says"),
+          "archive.uninformative": ("Archived as small talk", "Nothing replaces them"),
           "contradiction.flagged": ("Older statement", "Newer statement")}
 
 
@@ -81,6 +83,8 @@ def review_items(entries: Sequence[LedgerEntry]) -> list[ReviewItem]:
 def _sides(entry: LedgerEntry) -> tuple[list[str], list[str]]:
     if entry.action == "merge":
         return [m["id"] for m in entry.inputs.get("members", [])], [entry.outputs["semantic_id"]]
+    if entry.action == "archive.uninformative":
+        return list(entry.memory_ids), []
     if entry.action == "claim.retire":
         newer = list(dict.fromkeys(c["newer"]["id"] for c in entry.inputs["claims"]))
         return [entry.inputs["older"]["id"], *entry.outputs["claim_ids"]], [*newer, entry.outputs["remainder_id"]]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from consolidation.domain.merging import is_low_signal, sentences
+from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, substance
 from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens, word_set
 
@@ -72,6 +72,7 @@ _REQUEST = re.compile(r"^(?:please |now |so )?(?:write|give|discuss|recount|crea
                       r"identify|analy[sz]e|check|review|edit|proofread|correct|fix|convert|calculate|design|"
                       r"recommend|propose|answer|respond|play|start|begin|assume|consider|define|elaborate)\b", re.I)
 BRIEF_TOKENS = 25
+MIN_CLAIM_SUBSTANCE = 3  # "I have 3 cats" has three
 _RUNNING_TOTAL = re.compile(r"\b(?:so far|in total|total|in all|altogether|since|already|now|currently|brings?)\b",
                             re.I)
 # Not a statement of the user's: markdown tables and headings, code, list bullets of generated text.
@@ -347,6 +348,8 @@ def claims_of(memory: int, text: str, at: datetime, *, role: str, scope: Hashabl
     found = []
     for number, sentence in enumerate(statement_sentences(text)):
         for clause in _clauses(sentence):
+            if substance(clause) < MIN_CLAIM_SUBSTANCE:  # "Hey Mel, great to chat again!" claims nothing
+                continue
             statement = _without(Statement.parse(clause, at), common_names)
             # A statement without a value can still be given up later ("I'm learning the violin").
             if statement.values or statement.negated or statement.abandons or (
@@ -447,8 +450,8 @@ class Retired:
 
 @dataclass
 class Updates:
-    """What the verdicts mean for whole memories: a memory whose every informative sentence is replaced is
-    superseded whole; one with sentences still true keeps them and only its replaced sentences retire."""
+    """What the verdicts mean for whole memories: a memory that says nothing more once its replaced sentences are
+    gone is superseded whole; one with sentences still true keeps them and only its replaced sentences retire."""
 
     superseded: dict[int, Retired]  # older memory → the newest replacement of its (last) claim
     retired: dict[int, list[Retired]]  # older memory → its replaced sentences (the rest stays true)
@@ -474,13 +477,20 @@ def updates_of(verdicts: Sequence[ClaimVerdict], texts: Sequence[str]) -> Update
                                          found.newer, found.verdict))
     updates = Updates(superseded={}, retired={}, flagged={})
     for memory, retired in by_memory.items():
-        if set(informative_sentences(texts[memory])) <= {r.sentence for r in retired}:
+        if not _says_more(texts[memory], {r.sentence for r in retired}):
             updates.superseded[memory] = max(retired, key=lambda r: r.by.statement.at)
         else:
             updates.retired[memory] = retired
     gone = set(updates.superseded)
     updates.flagged = {pair: v for pair, v in flagged.items() if not gone & set(pair)}
     return updates
+
+
+def _says_more(text: str, retired: set[int]) -> bool:
+    """Whether the memory still says something once its retired sentences are gone (not just "Hey Mel!")."""
+    parts = statement_sentences(text)
+    rest = " ".join(parts[n] for n in informative_sentences(text) if n not in retired)
+    return substance(rest) >= MIN_SUBSTANCE
 
 
 def remainder_of(text: str, retired: Iterable[int]) -> str:

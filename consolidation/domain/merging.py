@@ -19,19 +19,25 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from zeromem.core.domain.entities import extract_entities
-from zeromem.core.domain.text import NUMBER, STOP_WORDS, words
+from zeromem.core.domain.text import NUMBER, QUERY_STOP_WORDS, STOP_WORDS, word_set, words
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 LOW_SIGNAL = re.compile(
-    r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
+    r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|woo+hoo+|hooray|yippee|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
     r"sweet|wonderful|fantastic|perfect|totally|absolutely|definitely|exactly|sure|yeah|yes|yep|no|nope|true|"
     r"right|thanks|thank you|thx|cheers|bye|goodbye|see you|see ya|take care|good luck|congrats|"
     r"congratulations|same here|me too|i agree|agreed|sounds good|sounds great|that's (?:so )?(?:great|awesome|"
     r"amazing|cool|nice|wonderful|fantastic|true|right|sweet|lovely|good|fair)|good to (?:see|hear from) you|"
     r"glad to hear(?: that)?|you too|no problem|of course|for sure|i know(?: right)?|my pleasure)"
     r"(?:[\s,!.]+(?:so much|a lot|too|man|dude|buddy|friend|mate|again|(?-i:[A-Z][a-z]+))){0,2}[\s!.,]*)$", re.I)
+# Goodbyes: "Take care, bye!", "Talk soon!", "Have a great day, Mel!".
+FAREWELL = re.compile(
+    r"^(?:(?:ok(?:ay)?|alright|well|anyway|thanks(?: again)?)[,\s]+)?(?:take care|bye|goodbye|see (?:you|ya)"
+    r"(?: (?:soon|later|then))?|talk (?:to you )?(?:soon|later)|catch you later|have a (?:good|great|nice|lovely) "
+    r"(?:one|day|night|time|weekend))(?:[\s,!.]+(?:take care|bye|goodbye|see you|talk soon|(?-i:[A-Z][a-z]+)))*"
+    r"[\s!.,]*$", re.I)
 # Chit-chat aimed at the other person or at nothing in particular: compliments, encouragement, generic
 # enthusiasm. Dropped only when the sentence carries no concrete value (number, date, name).
 SMALL_TALK = re.compile(
@@ -42,6 +48,10 @@ SMALL_TALK = re.compile(
     r"(?:i'm|i am) (?:so |really )?(?:glad|happy|proud|excited|thrilled|sorry) (?:for|of|to hear)|"
     r"(?:keep (?:it )?up|keep going|good job|well done|you got this|hang in there|good for you)\b|"
     r"(?:i'd|i would) love to (?:see|hear|check)|"
+    r"(?:sounds|looks|seems) (?:like )?(?:you|it|that|so|really|a|fun|great|awesome|amazing|lovely|nice)\b"
+    r"[^.!?]{0,60}[.!]*$|(?:i'm|i am) (?:always |just )?(?:here|there) for you\b|"
+    r"(?:(?:hey|hi|hello)\b[\w\s,]{0,20}[,!]?\s*)?(?:it's |it is |so |really )?(?:great|good|nice|lovely|awesome) "
+    r"(?:to|talking|chatting)\b[^.!?]{0,40}[.!]*$|"
     r"(?:that|it|this|what a|such a)\b[\w\s']{0,40}\b(?:sounds?|looks?|seems?|is|was|'s)\b[\w\s']{0,25}\b"
     r"(?:great|awesome|amazing|cool|fun|nice|lovely|beautiful|gorgeous|wonderful|fantastic|incredible|inspiring|"
     r"special|impressive|exciting|sweet|cute|fancy|pretty|adorable|stunning|brilliant|peaceful|calming|"
@@ -76,11 +86,34 @@ def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> 
     """Greetings, acknowledgements, bare questions and value-free small talk state nothing a later question
     could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values."""
     text = sentence.strip()
-    if LOW_SIGNAL.match(text):
+    if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
     vague = bool(_QUESTION.search(text) or SMALL_TALK.match(text)) or _content_words(text) <= 2
     return vague and not NUMBER.search(text) and not _has_name(text, common_names) \
         and not concrete_values(text) - common_names
+
+
+# A merged text must carry at least this many words that are about something ("The stunning views really make you
+# think." carries three).
+MIN_SUBSTANCE = 4
+_THIN_WORDS = word_set("""think thought know really make made makes like love lot things thing stuff feel feels felt
+    great good nice cool awesome amazing fun wonderful lovely glad happy sure definitely totally always never much
+    very also just well yes yeah thanks thank wow blast hey hello again chat chatting talk talking get got how
+    right does doing going lots bit absolutely""")
+
+
+def substance(text: str) -> int:
+    """How much a text is about: its distinct words beyond stop words and chat filler (names included), and its
+    numbers (the speaker's name aside)."""
+    body = split_speaker(text)[1]
+    content = {w for w in words(body) if len(w) > 2 and w not in QUERY_STOP_WORDS and w not in _THIN_WORDS}
+    return len(content) + len(set(NUMBER.findall(body)))
+
+
+def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> bool:
+    """Says nothing durable: every sentence a greeting, a reaction, thanks, a bare question or small talk."""
+    parts = sentences(split_speaker(text)[1])
+    return all(is_low_signal(part, common_names) for part in parts)
 
 
 def _content_words(text: str) -> int:
@@ -212,13 +245,18 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
                   common_names: frozenset[str] = frozenset()) -> list[Chunk]:
-    """Merged texts for a cluster, each with the members it cites; every member is cited exactly once.
-    `common_names`: names so frequent in this store that they say nothing (lower-cased)."""
+    """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
+    the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
+    they say nothing (lower-cased)."""
     kept = _collapse(_sentences_of(members, common_names), redundancy)
-    if not kept:  # nothing but small talk: the longest member stands for all of them
-        longest = max(range(len(members)), key=lambda i: (len(members[i].text), i))
-        return [Chunk(_cut(members[longest].text.strip(), limit), list(range(len(members))))]
+    # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
+    # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
+    thin = [c for c in chunks if substance(c.text) < MIN_SUBSTANCE]
+    chunks = [c for c in chunks if c not in thin]
+    if not chunks:
+        return []
+    chunks[0].members += [m for c in thin for m in c.members]
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks

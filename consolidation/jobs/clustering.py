@@ -33,7 +33,7 @@ from consolidation.domain.contradictions import (
     remainder_of,
     updates_of,
 )
-from consolidation.domain.merging import Chunk, Member, merge_cluster
+from consolidation.domain.merging import Chunk, Member, is_uninformative, merge_cluster
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
 from consolidation.jobs.window_digest import window_digests_write
@@ -67,6 +67,7 @@ class Plan:
     merges: list[Merge] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     retirements: list[Retirement] = field(default_factory=list)
+    uninformative: list[int] = field(default_factory=list)  # episodes to archive: they state nothing durable
     pairs: int = 0
     claim_pairs: int = 0
 
@@ -127,7 +128,17 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     links = _links_per_group(groups, linked)
     for number, group in enumerate(groups):
         plan.merges += _merges_for(loaded, group, links[number], common)
+    plan.uninformative = _small_talk_left(loaded, plan, taken, common)
     return plan
+
+
+def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
+    """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
+    archived. A bare question stays, for the answer after it, and decays."""
+    merged = {i for merge in plan.merges for i in merge.members}
+    return [i for i, row in enumerate(loaded.rows)
+            if i not in merged and i not in taken and not row.is_semantic and "?" not in row.content
+            and is_uninformative(row.content, common)]
 
 
 def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
@@ -392,6 +403,7 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                 counts["superseded" if written_kind == SUPERSEDE else "flagged"] += 1
         for retirement, claim_vectors in zip(plan.retirements, retirement_vectors, strict=True):
             counts["claims_retired"] += _retire_one(run, worker, tenant.id, plan, retirement, claim_vectors)
+        counts["archived"] = _archive_uninformative(run, worker, tenant.id, plan)
         for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
             counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
             if progress:
@@ -414,6 +426,31 @@ def _consolidating(plan: Plan) -> list[ClusteringRow]:
     """The memories the plan folds into semantic memories: what must stay findable through them. (Superseded
     statements leave search on purpose; an operator's canary can still guard one.)"""
     return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})]
+
+
+def _archive_uninformative(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan,
+                           chunk: int = 500) -> int:
+    """Archive the small talk with the reason `uninformative`, `chunk` memories a transaction (one ledger row
+    each, restorable); a chunk another writer touched first is skipped whole."""
+    archived = 0
+    rows = [plan.loaded.rows[i] for i in plan.uninformative]
+    for start in range(0, len(rows), chunk):
+        part = rows[start:start + chunk]
+        try:
+            with transaction.atomic():
+                run_fence(run_id=run.id, worker=worker)
+                memory_transition(tenant_id=tenant_id, memory_ids=[r.id for r in part], operation="uninformative",
+                                  actor=f"run:{run.id}", run_id=run.id)
+                ledger_write(tenant_id=tenant_id, action="archive.uninformative", actor=f"run:{run.id}",
+                             run_id=run.id, user_id=run.user_id, memory_ids=[r.id for r in part],
+                             inputs={"memories": [{"id": str(r.id), "content": r.content} for r in part]},
+                             reason="states nothing durable: greetings, reactions, thanks", undoable=True)
+                event_emit(event="memory.archived", tenant_id=tenant_id,
+                           data={"memory_ids": [str(r.id) for r in part], "reason": "uninformative"})
+        except TransitionRefused:
+            continue
+        archived += len(part)
+    return archived
 
 
 def _retirement_vectors(retirements: Sequence[Retirement]) -> list[list[list[float] | None]]:

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from consolidation.corrections.revert import run_revert
-from consolidation.domain.merging import is_low_signal, sentences, split_speaker
+from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, split_speaker, substance
 from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
 from consolidation.selectors import MemoryRow, provenance
@@ -63,7 +63,8 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
     for row in pool:
         if len(sampled) >= settings.ZEROMEMORY_CANARY_SAMPLE:
             break
-        phrase = distinctive_phrase(informative_text(row.content), frequency)
+        text = informative_text(row.content)
+        phrase = distinctive_phrase(text, frequency) if substance(text) >= MIN_SUBSTANCE else ""
         if phrase:
             sampled.append(Probe(phrase, frozenset([row.id]), f"memory {row.id}"))
     return configured + sampled
@@ -71,7 +72,7 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
 
 def informative_text(content: str) -> str:
     """The sentences of a memory that say something (greetings, thanks and compliments are not worth guarding:
-    consolidation drops them on purpose)."""
+    consolidation drops them on purpose, as it drops a text that says too little — `substance`)."""
     _, body = split_speaker(content)
     return " ".join(s for s in sentences(body) if not is_low_signal(s))
 

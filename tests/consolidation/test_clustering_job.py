@@ -216,3 +216,30 @@ def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_ever
     assert_nothing_lost_or_duplicated(tenant)
     text = " ".join(semantic.values_list("content", flat=True))
     assert all(f"{i * 1000} rows" in text for i in range(10))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_as_knowledge(tenant, events,
+                                                                                           three_days_ago):
+    from consolidation.corrections.revert import run_revert
+
+    facts = ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(2)],
+                               created_at=three_days_ago)
+    chatter = ingest(tenant, ["Thanks so much!", "Haha, that's so cool!"], entities=(), session="s1",
+                     created_at=three_days_ago)
+    question = ingest(tenant, "Wow, what made you pick that one?", entities=(), session="s1",
+                      created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert set(cluster_members(tenant)[semantic.id]) == set(facts) and "Thanks" not in semantic.content
+    assert {m.archive_reason for m in Memory.objects.filter(id__in=chatter)} == {"uninformative"}
+    assert Memory.objects.get(id=question).state == "raw"  # a bare question stays for the answer after it
+    assert run.archived == 2
+    entry = LedgerEntry.objects.get(action="archive.uninformative")
+    assert entry.undoable and set(entry.memory_ids) == {str(i) for i in chatter}
+    assert {"memory_ids": sorted(str(i) for i in chatter), "reason": "uninformative"} in [
+        {**e["data"], "memory_ids": sorted(e["data"]["memory_ids"])} for e in events if e["event"] == "memory.archived"]
+
+    run_revert(run_id=run.id, actor="test", reason="undo")
+    assert set(Memory.objects.filter(id__in=chatter).values_list("state", flat=True)) == {"raw"}

@@ -11,6 +11,7 @@ from consolidation.domain.merging import (
     anchor_dates,
     concrete_values,
     is_low_signal,
+    is_uninformative,
     merge_cluster,
     sentences,
 )
@@ -80,9 +81,15 @@ def test_one_member_longer_than_the_limit_is_cut_at_the_embedders_input_limit():
     assert all(len(c.text) <= 1000 for c in chunks)
 
 
-def test_a_cluster_of_pure_small_talk_keeps_its_longest_member_as_text():
-    chunks = merge_cluster([Member("Ana: Thanks!", MAY_8), Member("Ana: Thank you so much!", MAY_8)], limit=300)
-    assert [c.text for c in chunks] == ["Ana: Thank you so much!"] and sorted(chunks[0].members) == [0, 1]
+def test_a_cluster_of_pure_small_talk_writes_no_text():
+    assert merge_cluster([Member("Ana: Thanks!", MAY_8), Member("Ana: Thank you so much!", MAY_8)], limit=300) == []
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Ana: Thanks, Bo! Your support means a lot.", True), ("Wow! Did you see that band?", True),
+    ("Bo: Thanks! I ran 10 km in Oslo yesterday.", False), ("Ana: We adopted a second cat named Miso.", False)])
+def test_a_memory_is_uninformative_when_every_sentence_is_small_talk(text, expected):
+    assert is_uninformative(text) is expected
 
 
 def test_an_informative_sentence_starting_with_a_filler_word_is_kept():

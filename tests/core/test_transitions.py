@@ -25,6 +25,7 @@ ALLOWED = {
     ("consolidate", "raw", "consolidated"),
     ("decay", "raw", "archived"),
     ("supersede", "raw", "archived"),
+    ("uninformative", "raw", "archived"),
     ("retract", "raw", "archived"),
     ("retention", "consolidated", "archived"),
     ("unmerge", "consolidated", "raw"),

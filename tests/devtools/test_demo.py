@@ -41,3 +41,20 @@ def test_only_the_latest_demo_key_is_valid(bundled_sample):
 
     keys = ApiKey.objects.filter(tenant__name="demo", name="demo")
     assert keys.count() == 2 and keys.filter(revoked_at__isnull=True).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demos_first_merges_are_informative():
+    from zeromem.core import services
+    from zeromem.devtools.evaluation.merges import is_empty, is_fragment
+
+    if not demo.locomo.available():
+        pytest.skip("LoCoMo data not found in ../shared/eval/locomo/ (the demo then uses its bundled sample)")
+    data = demo.demo_data()
+    tenant = services.tenant_get_or_create(name="demo")
+    services.memories_import(tenant_id=tenant.id, batches=[data.items])
+    lines: list[str] = []
+    demo.demo_clustering(tenant=tenant, user_id=data.user_id, say=lines.append)
+    merges = [line.strip().removeprefix("semantic: ") for line in lines if line.strip().startswith("semantic: ")]
+    assert len(merges) == 3
+    assert not [text for text in merges if is_empty(text) or is_fragment(text)], merges

@@ -24,6 +24,7 @@ TRANSITIONS: dict[str, Transition] = {t.operation: t for t in (
     Transition("consolidate", RAW, CONSOLIDATED, "folded into a semantic memory that cites it"),
     Transition("decay", RAW, ARCHIVED, "activation decayed below the archive threshold"),
     Transition("supersede", RAW, ARCHIVED, "superseded by a newer statement"),
+    Transition("uninformative", RAW, ARCHIVED, "states nothing durable: a greeting, a reaction, thanks"),
     Transition("retract", RAW, ARCHIVED, "a semantic memory retracted by an undo"),
     Transition("retention", CONSOLIDATED, ARCHIVED, "past the retention window with low importance"),
     Transition("unmerge", CONSOLIDATED, RAW, "undo of a merge"),

@@ -7,7 +7,11 @@ Measures, per question of categories 1–4 with resolvable evidence:
 - budget recall: the same, over the memories taken in rank order while their total length stays within the
   budget (2,000 characters; a memory that does not fit whole is skipped, the next one may still fit);
 - answer hit: at least half of the gold answer's content words (lower-cased, punctuation stripped) appear in
-  that same budget of retrieved text.
+  that same budget of retrieved text;
+- text-based budget recall: as budget recall, but an evidence turn counts only when a memory in the budget cites
+  it *and* its text keeps at least half of that turn's content words (a memory gets no credit for a turn it
+  cites but no longer says);
+- evidence_archived_uninformative: evidence turns the run archived as small talk (must stay rare).
 """
 
 from __future__ import annotations
@@ -72,8 +76,8 @@ def coverage(tenant_id: int, turn_key: str = "dia_id") -> dict[uuid.UUID, frozen
     return {memory_id: resolve(memory_id) for memory_id in own}
 
 
-def question_scores(question: locomo.Question, hits: list[Memory],
-                    covers: dict[uuid.UUID, frozenset[str]]) -> dict[str, float]:
+def question_scores(question: locomo.Question, hits: list[Memory], covers: dict[uuid.UUID, frozenset[str]],
+                    turn_words: dict[str, frozenset[str]]) -> dict[str, float]:
     evidence = set(question.evidence)
     values: dict[str, float] = {"questions": 1.0}
     for k in KS:
@@ -81,20 +85,35 @@ def question_scores(question: locomo.Question, hits: list[Memory],
         values[f"recall_at_{k}"] = len(evidence & covered) / len(evidence)
     values["budget_recall"] = budget_recall([(m.id, len(m.content)) for m in hits], covers, evidence)
     budget = [hits[i] for i in within_budget([len(m.content) for m in hits])]
+    values["budget_recall_text"] = len(_said_again(budget, covers, evidence, turn_words)) / len(evidence)
     values["answer_hit"] = float(answer_hit(question.answer, " ".join(m.content for m in budget)))
     return values
+
+
+def _said_again(budget: list[Memory], covers: dict[uuid.UUID, frozenset[str]], evidence: set[str],
+                turn_words: dict[str, frozenset[str]]) -> set[str]:
+    """Evidence turns a memory in the budget cites and whose content words it still holds at least half of."""
+    found = set()
+    for memory in budget:
+        words = set(content_words(memory.content))
+        for turn in covers.get(memory.id, frozenset()) & evidence:
+            wanted = turn_words.get(turn, frozenset())
+            if len(wanted & words) * 2 >= len(wanted):
+                found.add(turn)
+    return found
 
 
 def measure(tenant_id: int, users: dict[str, locomo.Conversation], progress: Callable[[int], None]) -> Scores:
     covers = coverage(tenant_id)
     scores = Scores()
     for user_id, conversation in users.items():
+        turn_words = {t.dia_id: frozenset(content_words(t.text)) for t in conversation.turns}
         for question in conversation.questions:
             if question.category not in CATEGORIES or not question.evidence:
                 continue
             hits = [h.memory for h in memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id),
                                                       query=question.question, top_k=POOL)]
-            scores.add(question.category, question_scores(question, hits, covers))
+            scores.add(question.category, question_scores(question, hits, covers, turn_words))
             progress(1)
     return scores
 
@@ -131,7 +150,20 @@ def evaluate_locomo(*, conversations: list[locomo.Conversation], cluster: Callab
         progress("clustering", 1, len(users))
     active_after, chars_after = store_size(tenant.id)
     after = measure(tenant.id, users, lambda n: progress("search after", n, questions))
-    return _figures(tenant, before, after, (active_before, chars_before, active_after, chars_after), started)
+    result = _figures(tenant, before, after, (active_before, chars_before, active_after, chars_after), started)
+    return {**result, **archived_evidence(tenant.id, users)}
+
+
+def archived_evidence(tenant_id: int, users: dict[str, locomo.Conversation]) -> dict[str, Any]:
+    """How many evidence turns (categories 1–4) clustering archived as small talk, of how many."""
+    evidence = {(user_id, e) for user_id, c in users.items() for q in c.questions if q.category in CATEGORIES
+                for e in q.evidence}
+    archived = list(Memory.objects.filter(tenant_id=tenant_id, archive_reason="uninformative").values_list(
+        "user_id", "metadata__dia_id"))
+    hit = sum(1 for key in archived if key in evidence)
+    return {"archived_uninformative": len(archived), "evidence_turns": len(evidence),
+            "evidence_archived_uninformative": hit,
+            "evidence_archived_uninformative_share": round(hit / len(evidence), 4) if evidence else 0.0}
 
 
 def _figures(tenant: Tenant, before: Scores, after: Scores, sizes: tuple[int, int, int, int],
@@ -147,13 +179,13 @@ def _figures(tenant: Tenant, before: Scores, after: Scores, sizes: tuple[int, in
         "chars_ratio": round(chars_after / chars_before, 4) if chars_before else None,
         "memories_per_cluster": round(sources / semantic.count(), 2) if semantic.exists() else 0.0,
     }
-    for key in [f"recall_at_{k}" for k in KS] + ["budget_recall", "answer_hit"]:
+    for key in [f"recall_at_{k}" for k in KS] + ["budget_recall", "budget_recall_text", "answer_hit"]:
         result[f"{key}_before"] = round(before.mean(key), 4)
         result[f"{key}_after"] = round(after.mean(key), 4)
     result["by_category"] = {
         CATEGORIES[c]: {f"{key}_{when}": round(s.by_category[c][key] / s.by_category[c]["questions"], 4)
                         for when, s in (("before", before), ("after", after))
-                        for key in ("recall_at_10", "budget_recall", "answer_hit")}
+                        for key in ("recall_at_10", "budget_recall", "budget_recall_text", "answer_hit")}
         for c in sorted(before.by_category)}
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -12,6 +13,7 @@ from tqdm import tqdm
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import EXTRACTIVE
 from zeromem.devtools.evaluation import locomo, longmemeval
+from zeromem.devtools.evaluation.merges import evaluate_merges
 from zeromem.devtools.evaluation.opsignals import evaluate_opsignals
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
@@ -36,6 +38,10 @@ class Command(BaseCommand):
         updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
         updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
         updates.add_argument("--json", action="store_true")
+        merges = sub.add_parser("merges", help="what clustering writes on LoCoMo: empty merges, fragments, paraphrases")
+        merges.add_argument("--path", default=str(locomo.DEFAULT_PATH))
+        merges.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
+        merges.add_argument("--json", action="store_true")
         profiles = sub.add_parser("profiles", help="reflection on LoCoMo: every speaker's profile, linked to turns")
         profiles.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         profiles.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
@@ -56,7 +62,7 @@ class Command(BaseCommand):
         # The evaluation measures retrieval itself; the safety net must not undo the runs it measures.
         with override_settings(ZEROMEMORY_CANARIES=False):
             {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
-             "longmemeval": self._longmemeval, "opsignals": self._opsignals}[which](options)
+             "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges}[which](options)
 
     @staticmethod
     def _cluster(tenant_id: int, user_id: str) -> Any:
@@ -77,8 +83,6 @@ class Command(BaseCommand):
         return progress, close
 
     def _longmemeval(self, options: dict[str, Any]) -> None:
-        from pathlib import Path
-
         root, variant = Path(options["data"]) if options["data"] else longmemeval.DEFAULT_PATH, options["variant"]
         if not longmemeval.available(root, variant):
             raise CommandError(f"LongMemEval data not found: no {variant}/*.json under {root} (--data expects a "
@@ -122,9 +126,22 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(figures))
 
-    def _profiles(self, options: dict[str, Any]) -> None:
-        from pathlib import Path
+    def _merges(self, options: dict[str, Any]) -> None:
+        path = Path(options["path"])
+        if not locomo.available(path):
+            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
+        result = evaluate_merges(conversations=locomo.load(path)[: options["conversations"] or None],
+                                 cluster=self._cluster, progress=self.stderr.write)
+        self.stderr.write(f"{result['merged_texts']} merged texts: {result['empty_merges']} empty, "
+                          f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs "
+                          f"({result['seconds']} s)")
+        for kind, samples in result["samples"].items():
+            for sample in samples:
+                self.stderr.write(f"  {kind}: {sample}")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
+    def _profiles(self, options: dict[str, Any]) -> None:
 
         path = Path(options["path"])
         if not locomo.available(path):
@@ -137,8 +154,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
     def _updates(self, options: dict[str, Any]) -> None:
-        from pathlib import Path
-
 
         path = Path(options["path"]) if options["path"] else DEFAULT_PATH
         if not path.is_file():
@@ -161,8 +176,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
     def _locomo(self, options: dict[str, Any]) -> None:
-        from pathlib import Path
-
 
         path = Path(options["path"])
         if not locomo.available(path):
@@ -190,12 +203,16 @@ class Command(BaseCommand):
         write(f"active memories {result['active_before']} → {result['active_after']} "
               f"(× {result['active_ratio']}); characters {result['chars_before']} → {result['chars_after']} "
               f"(× {result['chars_ratio']}); {result['memories_per_cluster']} memories per cluster")
-        write(f"{'':14}{'recall@5':>18}{'recall@10':>18}{'recall@25':>18}{'budget recall':>18}{'answer hit':>18}")
+        write(f"{'':14}{'recall@5':>18}{'recall@10':>18}{'recall@25':>18}{'budget recall':>18}"
+              f"{'budget (text)':>18}{'answer hit':>18}")
         rows = [("all", result)] + [(name, result["by_category"].get(name, {})) for name in categories.values()]
         for name, row in rows:
             cells = []
-            for key in ("recall_at_5", "recall_at_10", "recall_at_25", "budget_recall", "answer_hit"):
+            for key in ("recall_at_5", "recall_at_10", "recall_at_25", "budget_recall", "budget_recall_text",
+                        "answer_hit"):
                 before, after = row.get(f"{key}_before"), row.get(f"{key}_after")
                 cells.append(f"{before:.3f} → {after:.3f}" if before is not None else "")
             write(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
-        write(f"{result['questions']} questions, {result['seconds']} s")
+        write(f"{result['questions']} questions, {result['seconds']} s; "
+              f"{result['evidence_archived_uninformative']} of {result['evidence_turns']} evidence turns archived "
+              f"as small talk")
