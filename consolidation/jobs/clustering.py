@@ -9,7 +9,6 @@ to consolidated with a conditional UPDATE (a source another writer moved first a
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,32 +20,28 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.domain import clustering
-from consolidation.domain.contradictions import (
-    SUPERSEDE,
-    Claim,
-    Retired,
-    Updates,
-    Verdict,
-    claim_pairs,
-    claim_verdicts,
-    claims_of,
-    remainder_of,
-    updates_of,
-)
+from consolidation.domain.contradictions import SUPERSEDE
 from consolidation.domain.merging import Chunk, Member, is_uninformative, merge_cluster
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
+from consolidation.jobs.updates import (
+    Decision,
+    Retirement,
+    decision_write,
+    retirement_vectors,
+    retirement_write,
+    updates_plan,
+)
 from consolidation.jobs.window_digest import window_digests_write
-from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
+from consolidation.ledger import ledger_write, memory_transition, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
-from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryState, MemoryType, RelationType, Tenant
+from zeromem.models import Memory, MemorySource, MemoryState, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
 
@@ -72,24 +67,6 @@ class Plan:
     claim_pairs: int = 0
 
 
-@dataclass(frozen=True)
-class Decision:
-    older: int
-    newer: int
-    verdict: Verdict
-    replaced_values: frozenset[str] = frozenset()  # what profile items built from the older must not state
-
-
-@dataclass(frozen=True)
-class Retirement:
-    """Claims of one memory that newer statements replace, while the rest of it stays true: the memory is
-    folded into its `remainder` (a semantic memory citing it), and each claim becomes a superseded fact."""
-
-    older: int
-    claims: list[Retired]
-    remainder: str
-
-
 @dataclass
 class Merge:
     base: int | None  # index of an active semantic memory this merge updates, or None for a new one
@@ -108,18 +85,13 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # two statements share.
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
-    claims = user_claims(loaded, common)
-    found = claim_pairs(claims)
-    verdicts = claim_verdicts(claims, found, keep_unsure=judge is not None)
-    updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
-    plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=len(found), decisions=_decisions(updates),
-                retirements=[Retirement(older, retired, remainder_of(loaded.rows[older].content,
-                                                                     [r.sentence for r in retired]))
-                             for older, retired in updates.retired.items()])
+    updates = updates_plan(loaded, common, judge)
+    plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
+                retirements=updates.retirements)
     # A superseded statement is archived and a memory with retired claims folds into its remainder: neither
     # merges in this run. A flagged pair may still merge: the extractive text keeps both values, and the
     # contradicts relation points the operator at the two statements.
-    taken = set(updates.superseded) | set(updates.retired)
+    taken = set(updates.taken)
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
     span_days = settings.ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS
     groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster,
@@ -139,21 +111,6 @@ def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozen
     return [i for i, row in enumerate(loaded.rows)
             if i not in merged and i not in taken and not row.is_semantic and "?" not in row.content
             and is_uninformative(row.content, common)]
-
-
-def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
-    """The claims of the episodes (semantic memories state what their sources said; their sources are judged)."""
-    return [claim for index, row in enumerate(loaded.rows) if not row.is_semantic
-            for claim in claims_of(index, row.content, row.said_at, role=row.role, scope=loaded.items[index].scope,
-                                   session=row.session_id, common_names=common)]
-
-
-def _decisions(updates: Updates) -> list[Decision]:
-    """Whole-memory supersedes (newest replacement first) and the flagged pairs."""
-    decisions = [Decision(older, found.by.memory, found.verdict, found.replaced_values)
-                 for older, found in updates.superseded.items()]
-    decisions += [Decision(older, newer, verdict) for (older, newer), verdict in updates.flagged.items()]
-    return decisions
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
@@ -253,124 +210,6 @@ def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge,
     return semantic, None
 
 
-def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
-                    decision: Decision) -> bool:
-    """A supersede (older archived, `superseded_by`, `valid_to`, a supersedes relation, `memory.superseded`) or a
-    flagged contradiction (a contradicts relation for review), with a ledger row holding the evidence. True
-    when something was written."""
-    older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
-    evidence = {"older": {"id": str(older.id), "content": older.content, "at": older.created_at.isoformat()},
-                "newer": {"id": str(newer.id), "content": newer.content, "at": newer.created_at.isoformat()}}
-    supersede = decision.verdict.kind == SUPERSEDE
-    with transaction.atomic():
-        run_fence(run_id=run.id, worker=worker)
-        if supersede:
-            memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="supersede",
-                              actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
-            # The older statement stopped being true when the newer one was said, not when this run noticed.
-            Memory.objects.filter(id=older.id).update(superseded_by_id=newer.id, valid_to=newer.said_at)
-        _, created = MemoryRelation.objects.get_or_create(
-            tenant_id=tenant_id, from_memory_id=newer.id, to_memory_id=older.id,
-            relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,
-            defaults={"flagged": not supersede, "score": decision.verdict.overlap,
-                      "metadata": {"reason": decision.verdict.reason}})
-        if not created:
-            return supersede
-        ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
-                     actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
-                     memory_ids=[older.id, newer.id], inputs=evidence, reason=decision.verdict.reason,
-                     scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
-        if supersede:
-            _retire_profile_items(run, tenant_id, older.id, decision.replaced_values)
-            event_emit(event="memory.superseded", tenant_id=tenant_id,
-                       data={"memory_id": str(older.id), "superseded_by": str(newer.id),
-                             "reason": decision.verdict.reason})
-    return True
-
-
-def _retire_profile_items(run: ConsolidationRun, tenant_id: int, source_id: uuid.UUID,
-                          values: frozenset[str]) -> None:
-    """Profile items reflection built from a memory whose claim was replaced go with the claim (recorded: an undo
-    of the run puts them back)."""
-    for change in profile_items_retire(tenant_id=tenant_id, user_id=run.user_id, source_id=str(source_id),
-                                       values=values):
-        profile_change_record(change=change, run_id=run.id, actor=f"run:{run.id}",
-                              reason="a newer statement replaced what these items said")
-
-
-def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
-                      retirement: Retirement, vectors: Sequence[list[float] | None]) -> Memory:
-    """One transaction: the remainder (what the older memory still says, citing it), one superseded fact per
-    retired claim (citing it, `superseded_by` the newer memory, `valid_to` its date, a supersedes relation), the
-    older memory consolidated, one ledger row; `memory.superseded` per claim after commit."""
-    older = loaded.rows[retirement.older]
-    with transaction.atomic():
-        run_fence(run_id=run.id, worker=worker)
-        remainder = _derived(tenant_id, run.user_id, loaded, retirement.older, retirement.remainder, vectors[0],
-                             source_type="remainder")
-        claims = [_retired_claim(run, tenant_id, loaded, retirement.older, retired, vector)
-                  for retired, vector in zip(retirement.claims, vectors[1:], strict=True)]
-        _retire_profile_items(run, tenant_id, older.id,
-                              frozenset().union(*(r.replaced_values for r in retirement.claims)))
-        memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="consolidate",
-                          actor=f"run:{run.id}", run_id=run.id, reason="claims retired; the rest kept")
-        ledger_write(tenant_id=tenant_id, action="claim.retire", actor=f"run:{run.id}", run_id=run.id,
-                     user_id=run.user_id, memory_ids=[older.id, *[c.id for c in claims], remainder.id],
-                     inputs={"older": {"id": str(older.id), "content": older.content,
-                                       "at": older.said_at.isoformat()},
-                             "claims": [{"sentence": r.text, "newer": _said(loaded.rows[r.by.memory]),
-                                         "newer_statement": r.by.text, "reason": r.verdict.reason}
-                                        for r in retirement.claims]},
-                     outputs={"remainder_id": str(remainder.id), "remainder": remainder.content,
-                              "claim_ids": [str(c.id) for c in claims]},
-                     reason="; ".join(dict.fromkeys(r.verdict.reason for r in retirement.claims)),
-                     scores={"claims": len(claims)}, undoable=True)
-        event_emit(event="memory.semantic.updated", tenant_id=tenant_id,
-                   data={"semantic_id": str(remainder.id), "user_id": run.user_id, "created": True,
-                         "source_ids": [str(older.id)], **semantic_event_data(remainder)})
-    return remainder
-
-
-def _said(row: ClusteringRow) -> dict[str, str]:
-    return {"id": str(row.id), "content": row.content, "at": row.said_at.isoformat()}
-
-
-def _retired_claim(run: ConsolidationRun, tenant_id: int, loaded: Loaded, older: int, retired: Retired,
-                   vector: list[float] | None) -> Memory:
-    newer = loaded.rows[retired.by.memory]
-    claim = _derived(tenant_id, run.user_id, loaded, older, retired.text, vector, source_type="claim")
-    memory_transition(tenant_id=tenant_id, memory_ids=[claim.id], operation="supersede", actor=f"run:{run.id}",
-                      run_id=run.id, reason=retired.verdict.reason)
-    # The claim stopped being true when the newer statement was made, not when this run noticed.
-    Memory.objects.filter(id=claim.id).update(superseded_by_id=newer.id, valid_to=newer.said_at)
-    MemoryRelation.objects.create(tenant_id=tenant_id, from_memory_id=newer.id, to_memory_id=claim.id,
-                                  relation_type=RelationType.SUPERSEDES, flagged=False,
-                                  score=retired.verdict.overlap,
-                                  metadata={"reason": retired.verdict.reason, "statement": retired.by.text})
-    event_emit(event="memory.superseded", tenant_id=tenant_id,
-               data={"memory_id": str(claim.id), "superseded_by": str(newer.id), "source_id": str(loaded.ids[older]),
-                     "reason": retired.verdict.reason})
-    return claim
-
-
-def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: str, vector: list[float] | None, *,
-             source_type: str) -> Memory:
-    """A semantic memory holding part of one memory's text, dated as that memory, citing it."""
-    row = loaded.rows[source]
-    namespace, entity_id, window = loaded.items[source].scope
-    lowered = text.lower()
-    memory = Memory.objects.create(
-        tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
-        memory_type=MemoryType.SEMANTIC, embedding=vector, created_at=timezone.now(), content=text,
-        content_hash=content_hash(text), importance=row.importance, kind=row.kind, confidence=row.confidence,
-        role=row.role, entities=[e for e in row.entities if e.lower() in lowered], tags=list(row.tags),
-        valid_from=row.said_at, metadata={"source_type": source_type, "source_count": 1})
-    MemorySource.objects.create(memory=memory, source_id=row.id, source_memory_id=row.id,
-                                source_content_hash=row.content_hash)
-    search_stats_add(memory_ids=[memory.id])
-    return memory
-
-
 def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[ClusteringRow], *, created: bool) -> None:
     data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
             "source_ids": [str(r.id) for r in members], **semantic_event_data(semantic)}
@@ -390,7 +229,7 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                            judge=update_judge(run=run, tenant=tenant))
     planned = time.perf_counter()
     vectors = embed_texts([m.text for m in plan.merges])
-    retirement_vectors = _retirement_vectors(plan.retirements)
+    claim_vectors = retirement_vectors(plan.retirements)
     embedded = time.perf_counter()
     counts: dict[str, Any] = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0,
                               "superseded": 0, "claims_retired": 0, "flagged": 0}
@@ -398,11 +237,12 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     guarded = time.perf_counter()
     try:
         for decision in plan.decisions:
-            written_kind = _decide_one(run, worker, tenant.id, plan, decision)
+            written_kind = decision_write(run, worker, tenant.id, plan.loaded, decision)
             if written_kind:
                 counts["superseded" if written_kind == SUPERSEDE else "flagged"] += 1
-        for retirement, claim_vectors in zip(plan.retirements, retirement_vectors, strict=True):
-            counts["claims_retired"] += _retire_one(run, worker, tenant.id, plan, retirement, claim_vectors)
+        for retirement, vectors_of_claims in zip(plan.retirements, claim_vectors, strict=True):
+            counts["claims_retired"] += retirement_write(run, worker, tenant.id, plan.loaded, retirement,
+                                                         vectors_of_claims)
         counts["archived"] = _archive_uninformative(run, worker, tenant.id, plan)
         for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
             counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
@@ -451,34 +291,6 @@ def _archive_uninformative(run: ConsolidationRun, worker: str, tenant_id: int, p
             continue
         archived += len(part)
     return archived
-
-
-def _retirement_vectors(retirements: Sequence[Retirement]) -> list[list[list[float] | None]]:
-    """Per retirement: the remainder's vector, then one per retired claim (one embedding call for all)."""
-    texts = [[r.remainder, *[c.text for c in r.claims]] for r in retirements]
-    flat = iter(embed_texts([t for group in texts for t in group]))
-    return [[next(flat) for _ in group] for group in texts]
-
-
-def _decide_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, decision: Decision) -> str:
-    """The kind written ("" when nothing was: another writer moved the older statement first, or the relation
-    existed)."""
-    try:
-        written = _write_decision(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded,
-                                  decision=decision)
-    except TransitionRefused:
-        return ""
-    return decision.verdict.kind if written else ""
-
-
-def _retire_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, retirement: Retirement,
-                vectors: list[list[float] | None]) -> int:
-    try:
-        _write_retirement(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded, retirement=retirement,
-                          vectors=vectors)
-    except TransitionRefused:
-        return 0  # another writer moved the memory first: nothing of it was written
-    return len(retirement.claims)
 
 
 def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, merge: Merge,
