@@ -55,11 +55,16 @@ def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
                                               namespace=namespace, as_of=as_of, include_history=include_history),
                            query=query, top_k=top_k, min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
-    taken = [hit for hit in hits if take(_memory_line(hit, query, labelled=include_history), budget_chars)]
+    taken: list[SearchHit] = []
+    for hit in hits:
+        shown = {h.memory.id for h in taken}  # "earlier" only names a newer statement the context holds
+        if take(_memory_line(hit, query, labelled=include_history, newer_shown=hit.earlier_than in shown),
+                budget_chars):
+            taken.append(hit)
     return Context(text="\n".join(lines), profile=profile, profile_items=items, hits=taken)
 
 
-def _memory_line(hit: SearchHit, query: str, *, labelled: bool) -> str:
+def _memory_line(hit: SearchHit, query: str, *, labelled: bool, newer_shown: bool) -> str:
     """"- [date it was said] text", the text cut to its relevant sentences; a statement a newer result in the
     context replaces says it is earlier."""
     memory = hit.memory
@@ -67,7 +72,7 @@ def _memory_line(hit: SearchHit, query: str, *, labelled: bool) -> str:
     line = f"- [{said}] {relevant_excerpt(memory.content, query, limit=EXCERPT_CHARS)}"
     if labelled and memory.superseded_by_id is not None and memory.valid_to is not None:
         return line + f" (superseded on {memory.valid_to.date().isoformat()})"
-    return line + (" (earlier; a newer statement above replaces it)" if hit.earlier_than is not None else "")
+    return line + (" (earlier; a newer statement above replaces it)" if newer_shown else "")
 
 
 def _profile_lines(profile: MemoryProfile, take: Any, limit: int) -> list[dict[str, Any]]:

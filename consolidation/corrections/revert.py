@@ -93,6 +93,14 @@ def _merge(entry: LedgerEntry, actor: str, reason: str) -> None:
 def _supersede(entry: LedgerEntry, actor: str, reason: str) -> None:
     memory_restore(tenant_id=entry.tenant_id, memory_id=uuid.UUID(entry.inputs["older"]["id"]), actor=actor,
                    reason=reason)
+    _profile_items_back(entry, actor, reason)
+
+
+def _profile_items_back(entry: LedgerEntry, actor: str, reason: str) -> None:
+    """The profile items a supersede or a retired claim took along, back (unless undone already)."""
+    for linked in LedgerEntry.objects.filter(id__in=entry.outputs.get("profile_entries", []),
+                                             undone_by__isnull=True):
+        _profile(linked, actor, reason)
 
 
 def _claim_retire(entry: LedgerEntry, actor: str, reason: str) -> None:
@@ -100,6 +108,7 @@ def _claim_retire(entry: LedgerEntry, actor: str, reason: str) -> None:
     back is no history)."""
     memory_unmerge(tenant_id=entry.tenant_id, semantic_id=uuid.UUID(entry.outputs["remainder_id"]), actor=actor,
                    reason=reason)
+    _profile_items_back(entry, actor, reason)
     claims = _ids(entry.outputs["claim_ids"])
     MemoryRelation.objects.filter(tenant_id=entry.tenant_id, to_memory_id__in=claims,
                                   relation_type=RelationType.SUPERSEDES).delete()

@@ -35,6 +35,7 @@ from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens, word_set
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
+MIN_GAP = timedelta(hours=1)  # a statement supersedes one made at least this much earlier
 
 # Strong cues say a value was replaced; weak ones ("now", "new") only count when the older value is gone.
 _UPDATE = re.compile(
@@ -224,7 +225,7 @@ class Verdict:
     unsure: bool = False  # the same attribute with another value, and no rule was sure: a model may decide
 
 
-def judge(a: Statement, b: Statement, *, same_session: bool = False, min_gap: timedelta = timedelta(hours=1),
+def judge(a: Statement, b: Statement, *, same_session: bool = False, min_gap: timedelta = MIN_GAP,
           same_attribute: float = 0.5, certain_attribute: float = 0.8) -> Verdict:
     """How the newer statement `b` relates to the older `a` (pass them in time order). Within one session two
     statements are parts of one account (a list, a correction, moves of a game): never flagged."""
@@ -454,6 +455,7 @@ class Updates:
     gone is superseded whole; one with sentences still true keeps them and only its replaced sentences retire."""
 
     superseded: dict[int, Retired]  # older memory → the newest replacement of its (last) claim
+    superseded_values: dict[int, frozenset[str]]  # older memory → every value its replaced claims stated
     retired: dict[int, list[Retired]]  # older memory → its replaced sentences (the rest stays true)
     flagged: dict[tuple[int, int], Verdict]  # (older, newer) memory pairs a person should look at
 
@@ -475,10 +477,11 @@ def updates_of(verdicts: Sequence[ClaimVerdict], texts: Sequence[str]) -> Update
     for (memory, sentence), found in sorted(newest.items()):
         by_memory[memory].append(Retired(sentence, statement_sentences(texts[memory])[sentence], found.older,
                                          found.newer, found.verdict))
-    updates = Updates(superseded={}, retired={}, flagged={})
+    updates = Updates(superseded={}, superseded_values={}, retired={}, flagged={})
     for memory, retired in by_memory.items():
         if not _says_more(texts[memory], {r.sentence for r in retired}):
             updates.superseded[memory] = max(retired, key=lambda r: r.by.statement.at)
+            updates.superseded_values[memory] = frozenset().union(*(r.replaced_values for r in retired))
         else:
             updates.retired[memory] = retired
     gone = set(updates.superseded)

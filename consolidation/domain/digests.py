@@ -3,7 +3,8 @@
 A digest is extractive: a one-line generalisation (the window, its event count and its dominant tags),
 then the statements of the window's most important events, near-duplicates collapsed, within a length limit.
 Its importance is the mean importance of the window's events, so a digest of a quiet window stays unimportant and
-one of an outage stays urgent (the few loudest events it quotes would make every digest look urgent).
+one of an outage stays urgent (the few loudest events it quotes would make every digest look urgent). An earlier
+digest of the window is one of its memories: its headline is not repeated, only its statements count.
 """
 
 from __future__ import annotations
@@ -33,18 +34,21 @@ class Digest:
     chosen: tuple[int, ...]  # indexes of the events whose statements it carries
 
 
-def window_digest(window: str, events: Sequence[Event], *, event_count: int, limit: int) -> Digest:
-    """The digest of a window whose events (most important first is not required) are given; `event_count` is
-    how many events the window covers in all (earlier digests included)."""
+def window_digest(window: str, events: Sequence[Event], *, event_count: int, limit: int,
+                  importance: float | None = None) -> Digest:
+    """The digest of a window from what its memories say (in any order); `event_count` is how many events the
+    window covers in all (earlier digests included); `importance` defaults to the mean of the given events'."""
     ranked = sorted(range(len(events)), key=lambda i: (-events[i].importance, i))
     headline = _headline(window, event_count, [e.labels for e in events])
-    chunks = merge_cluster([Member(events[i].text, events[i].on) for i in ranked],
+    # Only the loudest can fit: merging more would cost time (its redundancy check is quadratic) for nothing.
+    loudest = ranked[:max(limit // 10, 1)]
+    chunks = merge_cluster([Member(events[i].text, events[i].on) for i in loudest],
                            limit=max(limit - len(headline) - 1, 80))
     first = chunks[0] if chunks else None
-    chosen = tuple(ranked[m] for m in first.members) if first else tuple(ranked[:1])
+    chosen = tuple(loudest[m] for m in first.members) if first else tuple(ranked[:1])
     body = first.text if first else events[ranked[0]].text
-    importance = sum(e.importance for e in events) / len(events)
-    return Digest(text=f"{headline} {body}".strip(), importance=round(importance, 4), chosen=chosen)
+    mean = sum(e.importance for e in events) / len(events) if importance is None else importance
+    return Digest(text=f"{headline} {body}".strip(), importance=round(mean, 4), chosen=chosen)
 
 
 def _headline(window: str, count: int, labels: Sequence[tuple[str, ...]]) -> str:

@@ -111,9 +111,18 @@ def substance(text: str) -> int:
 
 
 def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> bool:
-    """Says nothing durable: every sentence a greeting, a reaction, thanks, a bare question or small talk."""
+    """Says nothing durable: every sentence recognisably a greeting, a reaction, thanks, a goodbye or small talk
+    without a value. Stricter than `is_low_signal`: a short plain statement ("I quit smoking.") is no small talk."""
     parts = sentences(split_speaker(text)[1])
-    return all(is_low_signal(part, common_names) for part in parts)
+    return bool(parts) and all(_small_talk(part, common_names) for part in parts)
+
+
+def _small_talk(sentence: str, common_names: frozenset[str]) -> bool:
+    text = sentence.strip()
+    if LOW_SIGNAL.match(text) or FAREWELL.match(text):
+        return True
+    return bool(SMALL_TALK.match(text)) and not NUMBER.search(text) and not _has_name(text, common_names) \
+        and not concrete_values(text) - common_names
 
 
 def _content_words(text: str) -> int:

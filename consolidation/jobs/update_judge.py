@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import F
 
 from consolidation.domain import update_judging
-from consolidation.domain.contradictions import ClaimVerdict, Verdict
+from consolidation.domain.contradictions import CONTRADICTS, MIN_GAP, SUPERSEDE, ClaimVerdict, Verdict
 from consolidation.domain.insights import InvalidOutput
 from consolidation.jobs.reflection import budget_refusal, reflection_model
 from consolidation.models import ConsolidationRun
@@ -88,8 +88,13 @@ def _answers(text: str, batch: list[int]) -> dict[int, update_judging.Judged]:
 
 
 def _decided(found: ClaimVerdict, judged: update_judging.Judged) -> ClaimVerdict:
+    """The model's answer, except that two statements made within `MIN_GAP` never supersede one another (the rules'
+    own condition): the model's "supersede" there is a flag."""
     reason = f"model: {judged.reason}" if judged.reason else "model"
-    return replace(found, verdict=Verdict(judged.kind, reason, found.verdict.overlap))
+    kind = judged.kind
+    if kind == SUPERSEDE and found.newer.statement.at - found.older.statement.at < MIN_GAP:
+        kind = CONTRADICTS
+    return replace(found, verdict=Verdict(kind, reason, found.verdict.overlap))
 
 
 def _charge(run: ConsolidationRun, tenant: Tenant, judging: Judging) -> None:

@@ -80,6 +80,7 @@ class Retirement:
     claims: list[Retired]
     remainder: str
 
+
 def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
     """The claims of the episodes (semantic memories state what their sources said; their sources are judged)."""
     return [claim for index, row in enumerate(loaded.rows) if not row.is_semantic
@@ -89,10 +90,11 @@ def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
 
 def decisions_of(updates: Updates) -> list[Decision]:
     """Whole-memory supersedes (newest replacement first) and the flagged pairs."""
-    decisions = [Decision(older, found.by.memory, found.verdict, found.replaced_values)
+    decisions = [Decision(older, found.by.memory, found.verdict, updates.superseded_values[older])
                  for older, found in updates.superseded.items()]
     decisions += [Decision(older, newer, verdict) for (older, newer), verdict in updates.flagged.items()]
     return decisions
+
 
 # --- writing -------------------------------------------------------------------------------------------------
 
@@ -117,14 +119,16 @@ def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loade
             relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,
             defaults={"flagged": not supersede, "score": decision.verdict.overlap,
                       "metadata": {"reason": decision.verdict.reason}})
-        if not created:
-            return supersede
+        if not created and not supersede:
+            return False  # flagged before: one flag is enough
+        profile_entries = _retire_profile_items(run, tenant_id, older.id, decision.replaced_values) if supersede \
+            else []
         ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
                      actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
                      memory_ids=[older.id, newer.id], inputs=evidence, reason=decision.verdict.reason,
+                     outputs={"profile_entries": profile_entries},
                      scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
         if supersede:
-            _retire_profile_items(run, tenant_id, older.id, decision.replaced_values)
             event_emit(event="memory.superseded", tenant_id=tenant_id,
                        data={"memory_id": str(older.id), "superseded_by": str(newer.id),
                              "reason": decision.verdict.reason})
@@ -132,13 +136,13 @@ def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loade
 
 
 def _retire_profile_items(run: ConsolidationRun, tenant_id: int, source_id: uuid.UUID,
-                          values: frozenset[str]) -> None:
-    """Profile items reflection built from a memory whose claim was replaced go with the claim (recorded: an undo
-    of the run puts them back)."""
-    for change in profile_items_retire(tenant_id=tenant_id, user_id=run.user_id, source_id=str(source_id),
-                                       values=values):
-        profile_change_record(change=change, run_id=run.id, actor=f"run:{run.id}",
-                              reason="a newer statement replaced what these items said")
+                          values: frozenset[str]) -> list[int]:
+    """Profile items reflection built from a memory whose claim was replaced go with the claim. Returns the ids of
+    the `profile.update` rows recorded: the supersede's own row names them, so undoing it puts the items back."""
+    return [profile_change_record(change=change, run_id=run.id, actor=f"run:{run.id}",
+                                  reason="a newer statement replaced what these items said").id
+            for change in profile_items_retire(tenant_id=tenant_id, user_id=run.user_id, source_id=str(source_id),
+                                               values=values)]
 
 
 def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
@@ -153,8 +157,8 @@ def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loa
                              source_type="remainder")
         claims = [_retired_claim(run, tenant_id, loaded, retirement.older, retired, vector)
                   for retired, vector in zip(retirement.claims, vectors[1:], strict=True)]
-        _retire_profile_items(run, tenant_id, older.id,
-                              frozenset().union(*(r.replaced_values for r in retirement.claims)))
+        profile_entries = _retire_profile_items(run, tenant_id, older.id,
+                                                frozenset().union(*(r.replaced_values for r in retirement.claims)))
         memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="consolidate",
                           actor=f"run:{run.id}", run_id=run.id, reason="claims retired; the rest kept")
         ledger_write(tenant_id=tenant_id, action="claim.retire", actor=f"run:{run.id}", run_id=run.id,
@@ -165,7 +169,7 @@ def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loa
                                          "newer_statement": r.by.text, "reason": r.verdict.reason}
                                         for r in retirement.claims]},
                      outputs={"remainder_id": str(remainder.id), "remainder": remainder.content,
-                              "claim_ids": [str(c.id) for c in claims]},
+                              "claim_ids": [str(c.id) for c in claims], "profile_entries": profile_entries},
                      reason="; ".join(dict.fromkeys(r.verdict.reason for r in retirement.claims)),
                      scores={"claims": len(claims)}, undoable=True)
         event_emit(event="memory.semantic.updated", tenant_id=tenant_id,
@@ -212,6 +216,7 @@ def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: st
                                 source_content_hash=row.content_hash)
     search_stats_add(memory_ids=[memory.id])
     return memory
+
 
 def retirement_vectors(retirements: Sequence[Retirement]) -> list[list[list[float] | None]]:
     """Per retirement: the remainder's vector, then one per retired claim (one embedding call for all)."""

@@ -9,10 +9,13 @@ a merge (one ledger row, undone by unmerging it).
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.domain.digests import Event, window_digest
@@ -43,18 +46,22 @@ def digest_scopes(loaded: Loaded) -> dict[Scope, list[ClusteringRow]]:
 def window_digests_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded) -> int:
     """One digest per qualifying window; a window whose memories another writer moved meanwhile is skipped."""
     written = 0
+    semantic_read = [r.id for r in loaded.rows if r.is_semantic]
     for scope, events in digest_scopes(loaded).items():
         try:
-            written += _write_one(run, worker, tenant_id, scope, events)
+            written += _write_one(run, worker, tenant_id, scope, [e.id for e in events] + semantic_read)
         except TransitionRefused:
             continue
     return written
 
 
-def _members(tenant_id: int, user_id: str, scope: Scope) -> list[Memory]:
+def _members(tenant_id: int, user_id: str, scope: Scope, read: list[uuid.UUID]) -> list[Memory]:
+    """The window's memories still active that this run may fold: those it read (never the current session or
+    the recency window), and what it wrote from them."""
     namespace, entity_id, window = scope
     return list(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, namespace=namespace,
                                       entity_id=entity_id, window=window, state=MemoryState.RAW)
+                .filter(Q(id__in=read) | Q(source_links__source_memory_id__in=read)).distinct()
                 .order_by("created_at", "id"))
 
 
@@ -64,11 +71,27 @@ def _sentence(text: str) -> str:
     return text if text[-1:] in ".!?" else f"{text}."
 
 
-def _labels(row: ClusteringRow) -> tuple[str, ...]:
-    """What the headline generalises from: the event's tags, its window tag aside (extracted names are too noisy:
-    "p99", "5 min")."""
+def _statements_of(member: Memory) -> str:
+    """What a member says; an earlier digest without its headline ("outage window, 50 events: …")."""
+    if member.metadata.get("source_type") == DIGEST and ": " in member.content:
+        return member.content.split(": ", 1)[1]
+    return _sentence(member.content)
+
+
+def _labels(tags: Sequence[str]) -> tuple[str, ...]:
+    """What the headline generalises from: the tags, the window tag aside (extracted names are too noisy: "p99",
+    "5 min")."""
     prefix = settings.ZEROMEMORY_WINDOW_TAG_PREFIX
-    return tuple(t for t in row.tags if not (prefix and t.startswith(prefix)))
+    return tuple(t for t in tags if not (prefix and t.startswith(prefix)))
+
+
+def _mean_event_importance(members: list[Memory]) -> float:
+    """The mean importance of the events the members stand for (a merge's own importance is its loudest event's)."""
+    episodes = [m.importance for m in members if m.memory_type != MemoryType.SEMANTIC]
+    folded = MemorySource.objects.filter(memory__in=[m for m in members if m.memory_type == MemoryType.SEMANTIC],
+                                         source__memory_type__in=(MemoryType.EPISODIC, MemoryType.WORKING))
+    episodes += list(folded.values_list("source__importance", flat=True))
+    return round(sum(episodes) / len(episodes), 4) if episodes else members[0].importance
 
 
 def _covered(member: Memory) -> int:
@@ -78,15 +101,16 @@ def _covered(member: Memory) -> int:
     return int(member.metadata.get("source_count", 1))
 
 
-def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, scope: Scope, events: list[ClusteringRow]) -> int:
-    members = _members(tenant_id, run.user_id, scope)
+def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, scope: Scope, read: list[uuid.UUID]) -> int:
+    members = _members(tenant_id, run.user_id, scope, read)
     if len(members) < 2:
         return 0
     event_count = sum(_covered(m) for m in members)
-    earlier = [m for m in members if m.metadata.get("source_type") == DIGEST]
-    inputs = [Event(_sentence(e.content), e.importance, e.said_at.date(), _labels(e)) for e in events]
-    inputs += [Event(m.content, m.importance, (m.valid_from or m.created_at).date(), ()) for m in earlier]
-    digest = window_digest(scope[2], inputs, event_count=event_count, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
+    # What the members still say (a merge's text, an event left alone): never a statement this run retired.
+    inputs = [Event(_statements_of(m), m.importance, (m.valid_from or m.created_at).date(), _labels(m.tags))
+              for m in members]
+    digest = window_digest(scope[2], inputs, event_count=event_count, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS,
+                           importance=_mean_event_importance(members))
     [vector] = embed_texts([digest.text])
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)

@@ -239,3 +239,26 @@ def test_a_retired_claim_takes_the_profile_items_built_from_it_along_and_an_undo
     run_revert(run_id=run.id, actor="test", reason="undo")
     profile.refresh_from_db()
     assert [i["statement"] for i in profile.facts] == ["u1 has visited 14 countries", "u1 plans a weekend in Porto"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rejecting_one_retired_claim_in_review_puts_its_profile_items_back(tenant, now):
+    from consolidation.corrections.review import review_decide
+    from profiles.models import MemoryProfile
+
+    older = ingest_one(tenant, "My sister lives in Lisbon with her two dogs. I've visited 14 countries so far.",
+                       session="a", created_at=now - 90 * DAY)
+    ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b", created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    item = {"category": "domain_fact", "subject": "u1", "statement": "u1 has visited 14 countries",
+            "confidence": 0.8, "source_ids": [str(older)]}
+    profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[item])
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    retired = LedgerEntry.objects.get(action="claim.retire")
+    profile.refresh_from_db()
+    assert profile.facts == [] and retired.outputs["profile_entries"]
+
+    review_decide(entry_id=retired.id, decision="reject", actor="admin:ops")
+    profile.refresh_from_db()
+    assert [i["statement"] for i in profile.facts] == ["u1 has visited 14 countries"]
+    assert Memory.objects.get(id=older).state == "raw"

@@ -86,8 +86,9 @@ def test_a_cluster_of_pure_small_talk_writes_no_text():
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("Ana: Thanks, Bo! Your support means a lot.", True), ("Wow! Did you see that band?", True),
-    ("Bo: Thanks! I ran 10 km in Oslo yesterday.", False), ("Ana: We adopted a second cat named Miso.", False)])
+    ("Ana: Thanks, Bo! Your support means a lot.", True), ("Wow, that's so cool! Take care, bye!", True),
+    ("Bo: Thanks! I ran 10 km in Oslo yesterday.", False), ("Ana: We adopted a second cat named Miso.", False),
+    ("I quit smoking.", False), ("My wife is pregnant.", False), ("I hate cilantro.", False), ("", False)])
 def test_a_memory_is_uninformative_when_every_sentence_is_small_talk(text, expected):
     assert is_uninformative(text) is expected
 

@@ -62,3 +62,19 @@ def test_a_window_tag_names_the_window_only_when_the_field_is_empty(tenant, sett
     other = services.memories_ingest(tenant_id=tenant.id, items=[memory_input("x", tags=["incident/db-failover"]),
                                                                  memory_input("y", tags=["window:outage"])]).ids
     assert [Memory.objects.get(id=i).window for i in other] == ["db-failover", None]
+
+
+def test_a_digest_never_folds_the_current_session_nor_restates_a_replaced_statement(tenant, settings, now):
+    from tests.factories import DAY, HOUR, ingest
+
+    settings.ZEROMEMORY_WINDOW_DIGEST_MIN = 3
+    old = now - 5 * DAY
+    ingest(tenant, ["checkout-api p99 latency 900 ms.", "payments error rate 4 % over 5 min.",
+                    "My team has 5 engineers on call."], window="q3", session="old", created_at=old, importance=0.9)
+    ingest(tenant, "My team has 9 engineers on call now.", window="q3", session="later", created_at=old + DAY)
+    live = ingest(tenant, "checkout-api is returning 502 for 30 % of requests.", window="q3", session="live",
+                  created_at=now - HOUR)[0]
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    digest = Memory.objects.get(tenant=tenant, metadata__source_type="window_digest")
+    assert Memory.objects.get(id=live).state == "raw"  # the current session is never folded
+    assert "5 engineers" not in digest.content and "9 engineers" in digest.content
