@@ -5,7 +5,7 @@ from logging.config import dictConfig
 from typing import Any
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import setup_logging, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zeromem.settings")
 
@@ -21,3 +21,13 @@ def _django_logging(**kwargs: Any) -> None:
     from django.conf import settings
 
     dictConfig(settings.LOGGING)
+
+
+@worker_init.connect
+def _yield_cpu_to_the_web_tier(**kwargs: Any) -> None:
+    """Consolidation runs below the web tier's priority (ZEROMEMORY_WORKER_NICE, 10 by default): on a machine both
+    share, searches keep their latency while a clustering run works. Pool processes inherit it."""
+    from django.conf import settings
+
+    if settings.ZEROMEMORY_WORKER_NICE:
+        os.nice(settings.ZEROMEMORY_WORKER_NICE)

@@ -206,6 +206,10 @@ ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maxi
 # knowledge updates, ARCHITECTURE.md "Quality"). 1 ranks them alike.
 ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = env_float("ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
 
+# The Celery worker lowers its own CPU priority by this much (os.nice) at start: consolidation yields the CPU to the
+# web tier's searches on a shared machine. 0 = same priority.
+ZEROMEMORY_WORKER_NICE = env_int("ZEROMEMORY_WORKER_NICE", 10, minimum=0, maximum=19)
+
 # --- Celery ----------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -333,3 +337,6 @@ ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip(
 ZEROMEMORY_CANARIES = env_bool("ZEROMEMORY_CANARIES", True)
 ZEROMEMORY_CANARY_MAX_DROP = env_float("ZEROMEMORY_CANARY_MAX_DROP", 0.05, minimum=0.0, maximum=1.0)
 ZEROMEMORY_CANARY_SAMPLE = env_int("ZEROMEMORY_CANARY_SAMPLE", 20, minimum=0, maximum=500)
+# Sampled canaries cost two searches each: a run samples at most one per memory it consolidates, and none when it
+# consolidates fewer than this (an operator's own canaries always run).
+ZEROMEMORY_CANARY_MIN_CONSOLIDATED = env_int("ZEROMEMORY_CANARY_MIN_CONSOLIDATED", 4, minimum=0, maximum=100_000)

@@ -61,13 +61,22 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
     random.Random(str(run.id)).shuffle(pool)  # the same sample when a run is retried
     sampled: list[Probe] = []
     for row in pool:
-        if len(sampled) >= settings.ZEROMEMORY_CANARY_SAMPLE:
+        if len(sampled) >= sample_size(len(consolidating)):
             break
         text = informative_text(row.content)
         phrase = distinctive_phrase(text, frequency) if substance(text) >= MIN_SUBSTANCE else ""
         if phrase:
             sampled.append(Probe(phrase, frozenset([row.id]), f"memory {row.id}"))
     return configured + sampled
+
+
+def sample_size(consolidated: int) -> int:
+    """Canaries sampled for a run that consolidates this many memories: proportional (one per memory, at most
+    ZEROMEMORY_CANARY_SAMPLE), none below ZEROMEMORY_CANARY_MIN_CONSOLIDATED — a tiny run is not worth 40
+    searches."""
+    if consolidated < settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED:
+        return 0
+    return min(settings.ZEROMEMORY_CANARY_SAMPLE, consolidated)
 
 
 def informative_text(content: str) -> str:

@@ -88,7 +88,8 @@ def test_a_canary_phrase_is_the_rarest_run_of_words_and_small_talk_has_none():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_merge_is_undone_states_and_links_as_before_and_the_run_fails_with_the_reason(
-        tenant, monkeypatch, events, now, three_days_ago):
+        tenant, monkeypatch, events, now, three_days_ago, settings):
+    settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED = 1  # a small run: guarded all the same here
     incidents(tenant, INCIDENTS[:3], created_at=three_days_ago)
     with_neighbours(tenant, now)
     assert cluster(tenant).status == "succeeded"  # a good run first
@@ -183,3 +184,11 @@ def test_the_same_reflection_with_condensed_passages_passes_the_net(tenant, now)
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "succeeded" and not run.result["canaries"]["failed"]
     assert Memory.objects.filter(tenant=tenant, tags__contains=["condensed"], state="raw").exists()
+
+
+@pytest.mark.parametrize("consolidated,sampled", [(0, 0), (3, 0), (4, 4), (12, 12), (500, 20)])
+def test_sampled_canaries_are_proportional_to_the_run_and_a_tiny_run_samples_none(settings, consolidated, sampled):
+    from consolidation.jobs.safety import sample_size
+
+    settings.ZEROMEMORY_CANARY_SAMPLE, settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED = 20, 4
+    assert sample_size(consolidated) == sampled

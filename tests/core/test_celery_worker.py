@@ -58,3 +58,9 @@ def test_beat_starts_with_the_database_scheduler(tmp_path):
     finally:
         beat.terminate()
         beat.wait(timeout=20)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_runs_below_the_web_tiers_cpu_priority(worker):
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(own + 10, 19)
