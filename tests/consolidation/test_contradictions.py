@@ -216,17 +216,27 @@ def test_a_replaced_claim_in_a_long_turn_retires_while_the_rest_stays_searchable
     assert Memory.objects.get(id=claim.id).archive_reason == "retract"
 
 
+def countries_history(tenant, now, older_text):
+    """A turn that says something else too and "I've visited 14 countries", then "15 countries" months later, and
+    a current session: the older turn's id."""
+    older = ingest_one(tenant, older_text, session="a", created_at=now - 90 * DAY)
+    ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b", created_at=now - 5 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    return older
+
+
+def country_fact(source):
+    return {"category": "domain_fact", "subject": "u1", "statement": "u1 has visited 14 countries",
+            "confidence": 0.8, "source_ids": [str(source)]}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_retired_claim_takes_the_profile_items_built_from_it_along_and_an_undo_puts_them_back(tenant, now):
     from consolidation.corrections.revert import run_revert
     from profiles.models import MemoryProfile
 
-    older = ingest_one(tenant, "Can you help me plan a weekend in Porto? I've visited 14 countries so far.",
-                       session="a", created_at=now - 90 * DAY)
-    ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b", created_at=now - 5 * DAY)
-    ingest_one(tenant, "Good morning!", session="today", created_at=now)
-    item = {"category": "domain_fact", "subject": "u1", "statement": "u1 has visited 14 countries",
-            "confidence": 0.8, "source_ids": [str(older)]}
+    older = countries_history(tenant, now, "Can you help me plan a weekend in Porto? I've visited 14 countries so far.")
+    item = country_fact(older)
     unrelated = {**item, "statement": "u1 plans a weekend in Porto"}
     profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[item, unrelated])
 
@@ -246,13 +256,9 @@ def test_rejecting_one_retired_claim_in_review_puts_its_profile_items_back(tenan
     from consolidation.corrections.review import review_decide
     from profiles.models import MemoryProfile
 
-    older = ingest_one(tenant, "My sister lives in Lisbon with her two dogs. I've visited 14 countries so far.",
-                       session="a", created_at=now - 90 * DAY)
-    ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b", created_at=now - 5 * DAY)
-    ingest_one(tenant, "Good morning!", session="today", created_at=now)
-    item = {"category": "domain_fact", "subject": "u1", "statement": "u1 has visited 14 countries",
-            "confidence": 0.8, "source_ids": [str(older)]}
-    profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[item])
+    older = countries_history(tenant, now, "My sister lives in Lisbon with her two dogs. I've visited 14 countries "
+                                           "so far.")
+    profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[country_fact(older)])
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     retired = LedgerEntry.objects.get(action="claim.retire")
     profile.refresh_from_db()

@@ -251,12 +251,9 @@ class SearchIn(Strict):
         return as_utc(value)
 
 
-class HitOut(Schema):
-    memory: MemoryOut = Field(description="The memory found.")
-    score: float = Field(description="The rank score: BM25 divided by the best candidate's, fused with cosine "
-                                     "similarity (higher is better).")
-    bm25: float = Field(description="Its raw BM25 score for the query's words.")
-    cosine: float | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
+class LabelledOut(Schema):
+    """The labels every search and context result carries (history-aware reads, knowledge updates)."""
+
     state: str = Field(description="raw (current), consolidated (folded into a semantic memory) or archived "
                                    "(with include_history or as_of: superseded).")
     valid_from: datetime = Field(description="Since when it holds, by its own date.")
@@ -267,6 +264,14 @@ class HitOut(Schema):
     earlier_than: uuid.UUID | None = Field(
         default=None, description="A newer result of this answer stating the same attribute with another value "
                                   "(it ranks just above this one); null when none does.")
+
+
+class HitOut(LabelledOut):
+    memory: MemoryOut = Field(description="The memory found.")
+    score: float = Field(description="The rank score: BM25 divided by the best candidate's, fused with cosine "
+                                     "similarity (higher is better).")
+    bm25: float = Field(description="Its raw BM25 score for the query's words.")
+    cosine: float | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
 
 
 class SearchOut(Schema):
@@ -417,22 +422,12 @@ class ContextIn(Strict):
         return as_utc(value)
 
 
-class ContextMemoryOut(Schema):
+class ContextMemoryOut(LabelledOut):
     id: uuid.UUID = Field(description="The memory's id.")
     content: str = Field(description="Its text, whole.")
     memory_type: str = Field(description="episodic, working or semantic.")
     created_at: datetime = Field(description="When it was said.")
     score: float = Field(description="Its search score.")
-    state: str = Field(description="raw (current), consolidated (folded into a semantic memory) or archived "
-                                   "(with include_history or as_of: superseded).")
-    valid_from: datetime = Field(description="Since when it holds, by its own date.")
-    valid_to: datetime | None = Field(description="Until when it held (the newer statement's date); null while it "
-                                                  "still holds.")
-    superseded_by: uuid.UUID | None = Field(description="The memory that replaced it; null when none did.")
-    consolidated_at: datetime | None = Field(description="When it was folded into a semantic memory; null if never.")
-    earlier_than: uuid.UUID | None = Field(
-        default=None, description="A newer result of this answer stating the same attribute with another value "
-                                  "(it ranks just above this one); null when none does.")
 
 
 class ContextOut(Schema):

@@ -85,6 +85,11 @@ def window_tag_prefix(tenant_id: int) -> str:
     return str(overrides.get("window_tag_prefix", settings.ZEROMEMORY_WINDOW_TAG_PREFIX))
 
 
+def _window_prefix_for(tenant_id: int, items: Sequence[MemoryInput]) -> str:
+    """The prefix, looked up only for a batch where a tag could name a window (most batches carry no tags)."""
+    return window_tag_prefix(tenant_id) if any(i.tags and not i.window for i in items) else ""
+
+
 def window_of(item: MemoryInput, prefix: str) -> str | None:
     """The window field, else the first tag carrying the prefix (events usually arrive with it as a tag)."""
     if item.window or not prefix:
@@ -127,7 +132,7 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
     now = now or timezone.now()
     keys, fresh = _fresh_items(tenant_id, items)
     vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
-    prefix = window_tag_prefix(tenant_id)
+    prefix = _window_prefix_for(tenant_id, fresh)
     rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
             for i, v in zip(fresh, vectors, strict=True)]
     try:
@@ -180,7 +185,7 @@ def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
 
 def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
                     embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
-    now, prefix = timezone.now(), window_tag_prefix(tenant_id)
+    now, prefix = timezone.now(), _window_prefix_for(tenant_id, fresh)
     rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
             for i, v in zip(fresh, embedding.result(), strict=True)]
     with transaction.atomic():
