@@ -1,0 +1,484 @@
+"""Profile statements: one chat sentence turned into a third-person statement about the entity it is about, with
+its subject checked. Pure; standard library only.
+
+The rule book (`attribute`):
+
+1. Markup goes first: "[shares image: …]" and a "Name: " speaker label. The *narrator* (who says "I") is the
+   label when there is one, else `speaker`. Then discourse openers ("Yeah,", "Oh wow,", "Honestly,", "By the way,
+   speaking of which,", "Haha,", "Btw", a vocative "Mel, " before I/my/we) are stripped.
+2. Nothing is kept from a question (a "?" outside quotation marks), from a sentence addressed to the listener
+   (you/your/yourself anywhere outside quotes) or from a sentence with no words left.
+3. The subject is found at the start of the main clause: after a fronted subordinate clause ("Whenever I hear
+   this jam, I think …" → "I think") or a fronted time or place phrase ("Last week I …", "In Paris, I …").
+   - "I", "I'm", "we", "we're" …: the narrator (`own`). So is a joint subject ("My wife and I", "Sam and I",
+     "Me and Sam": the narrator took part, written "<Narrator> and their wife"), a possession that is no person
+     or pet ("My favourite food is …", "My job …"), a copula naming a possession ("Pottery is my favourite
+     hobby"), and a gerund that affects the narrator ("Painting helps me relax").
+   - "My/Our <relation>" (daughter, colleague, dog … — `RELATIONS`; adjectives and a following name kept: "best
+     friend", "colleague Sam"), "One of my friends", "A friend of mine", "<Narrator>'s dog", "Sam is my
+     colleague": about the narrator, relation set, never `own`.
+   - A capitalised name in `known` (or the speaker's/narrator's own name): about that entity, `own`; an unknown
+     name ("Sam always drinks espresso"): about the narrator, relation = the name.
+   - he/she/they/it/this/that/there/… : unresolved (None) — unless `pronoun_means_speaker` (an LLM item whose
+     subject field names the entity), where he/she/they/"the user" stand for the speaker.
+   - Any other subject ("The kids loved it"): unresolved.
+4. The sentence is rewritten in the third person outside quotation marks: I → the narrator's name with the verb
+   agreeing (love → loves, am → is, have → has, do/don't → does/doesn't, try → tries, go → goes; past tense
+   and modals unchanged; I'm/I've/I'll/I'd → is/has/will/would or had); me → the name; my/mine → "their"/
+   "theirs" as the object straight after the narrator's (main) verb ("I love my dog" → "Caroline loves their
+   dog", "I should call my mom" → "… call their mom"), else "<Name>'s" ("I told Sam about my trip" → "…
+   about Caroline's trip") — so a "their" always points at the clause's subject, the narrator; myself →
+   themself once the narrator is a subject, else the name; we → "<Name> and others" (plural verb kept),
+   our/ours/us likewise (their/theirs/them straight after their verb).
+5. Finishing: whitespace collapsed, first letter capitalised, a final "!" stated as "." (a profile states, it
+   does not exclaim), the sentence's other punctuation kept.
+
+`is_third_person` is the guard a caller can apply to any statement: no first or second person outside quotes
+and no speaker label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from consolidation.domain.contradictions import _DISCOURSE as CHAT_GLUE
+from zeromem.core.domain.text import CAPITALISED_STOP_WORDS, split_speaker, word_set
+
+# --- words ---------------------------------------------------------------------------------------------------
+
+RELATIONS = word_set("""
+    daughter daughters son sons kid kids child children baby babies wife husband partner spouse fiance fiancee
+    girlfriend boyfriend ex mom mum mother dad father parents parent sister sisters brother brothers sibling
+    siblings family friend friends buddy buddies bff colleague colleagues coworker coworkers co-worker co-workers
+    boss manager team teammate teammates classmate classmates roommate roommates neighbor neighbors neighbour
+    neighbours grandma grandmother grandpa grandfather grandparents grandkids grandchildren grandson granddaughter
+    aunt uncle cousin cousins niece nephew in-laws students student teacher mentor therapist doctor coach client
+    clients band landlord dog dogs cat cats pet pets puppy puppies kitten kittens horse horses bird birds fish
+    hamster rabbit bunny parrot turtle stepdaughter stepson stepmom stepdad mother-in-law father-in-law
+    sister-in-law brother-in-law son-in-law daughter-in-law
+""")
+# Before a relation noun they stay part of it ("best friend", "little sister", "5-year-old daughter").
+_RELATION_ADJECTIVES = r"(?:(?:best|little|big|older|younger|oldest|eldest|youngest|new|old|late|dear|twin|" \
+                       r"baby|step|ex|\w+-year-old|\w+-legged|two|three|four)\s+)*"
+_ADVERBS = word_set("""
+    really also just always never still often usually sometimes even only actually totally absolutely truly
+    definitely finally recently already too kinda sorta mostly rarely seldom basically honestly literally
+    generally simply personally mainly especially occasionally normally typically certainly genuinely
+    seriously constantly regularly frequently now then once again all both
+""")
+_NOT_ADVERBS = word_set("apply reply supply comply multiply rely fly ally rally bully")
+_PAST = word_set("""
+    was had did went got took saw made felt found thought bought brought came gave knew left lost met ran said
+    sat sold sent spent told wrote won began became ate drank drove flew forgot grew heard held kept led paid
+    rode sang slept spoke stood swam taught threw understood woke wore built caught chose fell fought hung hid
+    lit meant shot struck stuck tore dug fed fled froze bit broke blew drew lay lent shook sank spun stole
+    swore wept wound burnt learnt dreamt spelt spilt bent bled bred clung crept dealt forgave overcame rang
+    rose sought sprang swept underwent withdrew agreed freed
+    read put cut hit let set quit hurt cost shut spread bet split upset cast burst fit rid beat
+    can could will would shall should may might must ought gotta
+""")  # the second-last line: present and past alike, read as past (never a wrong "-s")
+_AGREEMENT = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "don't": "doesn't",
+              "haven't": "hasn't", "aren't": "isn't", "were": "was", "weren't": "wasn't", "wanna": "wants to"}
+_AUXILIARIES = word_set("""
+    can could will would shall should may might must do does did don't doesn't didn't can't won't couldn't
+    wouldn't shouldn't have has had haven't hasn't hadn't am is are was were be been wasn't weren't gonna
+""")
+_PARTICIPLES = word_set("been gotten had seen done gone known taken given written eaten forgotten spoken driven")
+# Words that cannot be the verb right after "I": agreement stops there ("I, for one, …", "I and my wife …").
+_NOT_VERBS = word_set("and or but nor the a an to of in on at for with as so that this it who which not no than if")
+# Chat glue beyond contradictions' (which knows "By the way, speaking of which,"): interjections before a comma,
+# or before the subject when nothing else can follow them ("Honestly I …"). A vocative: a name before I/my/we.
+_OPENERS = re.compile(
+    r"^(?:(?:oh (?:my )?(?:god|gosh)|wow|whoa|ooh|aw+|ah|ha(?:ha)+|hah|heh|lol|omg|honestly|hey|hi|hello|yes|yep|"
+    r"yup|yeah|ok(?:ay)?|alright|right|true|sure|totally|absolutely|definitely|man|dude|gosh|geez|jeez|"
+    r"seriously|frankly|tbh|basically|anyways?|nope|no|cool|nice|great|awesome|amazing|thanks|thank you|"
+    r"congrats|um+|uh+|hmm+|ugh|btw|fyi|funny enough|fun fact|me too|same here)\s*[,!.…-]+\s*|"
+    r"(?:wow|ha(?:ha)+|lol|omg|honestly|actually|personally|basically|seriously|frankly|tbh|btw|oh|yeah)\s+"
+    r"(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our|me)\b))", re.I)
+_VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?=(?:I|I'm|I've|I'll|I'd|[Ww]e|[Mm]y|[Oo]ur)\b)")
+_IMAGE = re.compile(r"\s*\[shares image:[^\]]*\]")
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’")
+_TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\s+|.")
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y'all)\b", re.I)
+_FIRST_OR_SECOND = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|"
+                              r"yourselves)\b", re.I)
+_NOT_NAMES = CAPITALISED_STOP_WORDS | word_set("""
+    January February March April June July August September October November December Monday Tuesday
+    Wednesday Thursday Friday Saturday Sunday Spring Summer Autumn Fall Winter Christmas Easter
+""")
+_NARRATOR_MENTION = re.compile(r"\b(?:me|my|mine|myself|us|our|ours|ourselves)\b", re.I)
+
+# --- where the main clause starts ----------------------------------------------------------------------------
+
+_SUBORDINATE = re.compile(r"^(?:when|whenever|after|before|since|while|if|because|although|though|as|once|until|"
+                          r"ever since|every time|each time|whether)\b[^,]*,\s*", re.I)
+_FRONTED = re.compile(r"^(?:in|on|at|last|this|next|every|each|yesterday|today|tonight|recently|lately|nowadays|"
+                      r"back|over|during|for|growing|a (?:few|couple)|earlier|later|then|now|sometimes|usually|"
+                      r"often|occasionally|luckily|sadly|unfortunately|fortunately|hopefully|obviously|normally|"
+                      r"typically|generally|also|still|eventually|thankfully|anyway)\b[^,]*,\s*",
+                      re.I)
+# No comma after a fronted phrase: the subject is the first I or we ("After work I usually go for a run").
+_PREFACE = re.compile(r"^(?:after|before|during|since|at|in|on|for|over|every|each|most|when|whenever|while|once)\b"
+                      r"[\w\s'-]{0,40}?\s(?=(?:I|I'm|I've|I'll|I'd|we|we're|we've)\b)", re.I)
+_TIME = re.compile(r"^(?:(?:last|this|next|every|each|one|that) (?:week|weekend|month|year|morning|afternoon|"
+                   r"evening|night|day|time|summer|winter|spring|fall|autumn|\w+day)s?|yesterday|today|tonight|"
+                   r"recently|lately|nowadays|these days|sometimes|usually|often|always|also|finally|now|then|"
+                   r"the other day|a while ago|(?:a few|a couple of|\w+) (?:days|weeks|months|years) ago|in \d{4}|"
+                   r"over the (?:weekend|summer|holidays)|on (?:weekends|\w+days?))\s+", re.I)
+# He/she/they &c.: who they are is said in another sentence.
+_PRONOUN_SUBJECT = re.compile(r"^(?:he|she|they|it|this|that|there|these|those|here|someone|somebody|everyone|"
+                              r"everybody|nobody|something|everything|nothing|one|people|the user|user)"
+                              r"(?:'s|'re|'ve|'ll|'d)?\b", re.I)
+_SPEAKER_PRONOUN = re.compile(r"^(?:(?P<they>they)|he|she|the user|user)(?P<verb>'s|'re|'ve|'ll|'d)?\b", re.I)
+_FIRST_PERSON_SUBJECT = re.compile(r"^(?:i|we)(?:'m|'re|'ve|'ll|'d)?\b", re.I)
+_NOUN_PHRASE = r"(?:(?:[Mm]y|[Oo]ur) (?:[a-z-]+ )?[a-z-]+|[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
+_JOINT = re.compile(rf"^(?:(?:I|[Mm]e) and (?P<after>{_NOUN_PHRASE})|(?P<before>{_NOUN_PHRASE}) and (?:I|me))"
+                    r"(?=[\s,])")
+_POSSESSED = re.compile(rf"^(?:(?:one|some|all|both|two|three|most|many) of )?(?:my|our) (?P<phrase>"
+                        rf"{_RELATION_ADJECTIVES}(?P<noun>[a-z-]+))(?:,? (?P<name>(?-i:[A-Z][a-z]+))(?=[\s,]))?",
+                        re.I)
+_OF_MINE = re.compile(r"^an? (?P<phrase>(?P<noun>[a-z-]+)) of (?:mine|ours)\b", re.I)
+_NAME = re.compile(r"^(?P<name>[A-Z][\w-]*(?: [A-Z][\w-]*){0,2})(?P<possessive>'s)?\b")
+_COPULA_MINE = re.compile(rf"^(?:[\w'\"“”-]+ ){{0,3}}?[\w'\"“”-]+ (?:is|was|has been) (?:my|our) "
+                          rf"(?P<phrase>{_RELATION_ADJECTIVES}(?P<noun>[a-z-]+))", re.I)
+_GERUND = re.compile(r"^[A-Z][a-z]+ing\b")
+
+
+@dataclass(frozen=True)
+class Attributed:
+    about: str  # the speaker (as given), the narrator, or a name as given in `known`
+    relation: str  # "" when about `about` themself; else what of theirs: "daughter", "colleague Sam", "Sam"
+    statement: str  # third person, normalised
+
+    @property
+    def own(self) -> bool:
+        """About the entity themself: only then may it be a preference or a habit."""
+        return self.relation == ""
+
+
+@dataclass(frozen=True)
+class _Subject:
+    about: str
+    relation: str
+    clause: str  # the main clause with its subject put in a form the rewrite reads ("They love" → "I love")
+
+
+def attribute(text: str, *, speaker: str, known: Collection[str] = (),
+              pronoun_means_speaker: bool = False) -> Attributed | None:
+    """The statement one sentence makes, in the third person, and who it is about; None when the subject is
+    not resolved or nothing is left (the module docstring has the rules)."""
+    label, body = split_speaker(_IMAGE.sub("", text))
+    names = _Names(label or speaker, speaker, tuple(known))
+    body = _without_openers(_straight_apostrophes(body))
+    if not re.search(r"\w", body) or _addressed_or_asked(body):
+        return None
+    lead = _lead(body)
+    subject = _subject(body[lead:], names, pronoun_means_speaker)
+    if subject is None or not re.search(r"\w", _after_subject(subject.clause)):
+        return None
+    statement = _finish(_third_person(body[:lead] + subject.clause, names.narrator))
+    return Attributed(subject.about, subject.relation, statement)
+
+
+def is_third_person(statement: str) -> bool:
+    """No I/me/my/we/us/our/you/your outside quotation marks ("US" the country aside) and no "Name:" label."""
+    found = (m.group() for m in _FIRST_OR_SECOND.finditer(_unquoted(statement)))
+    return not any(word != "US" for word in found) and not split_speaker(statement)[0]
+
+
+# --- clean-up before the subject ------------------------------------------------------------------------------
+
+def _straight_apostrophes(text: str) -> str:
+    # Curly apostrophes outside quotes read as straight ones: "I’m" is "I'm".
+    return "".join(part if quoted else part.replace("’", "'") for part, quoted in _parts(text))
+
+
+def _without_openers(body: str) -> str:
+    """Chat glue off the front, repeatedly: "Haha, yeah, by the way, I …" → "I …"."""
+    while True:
+        stripped = _OPENERS.sub("", CHAT_GLUE.sub("", body.lstrip(" ,.-…"))).lstrip(" ,.-…")
+        vocative = _VOCATIVE.match(stripped)
+        if vocative and vocative.group("name") not in _NOT_NAMES:  # "Mel, I …" but not "Yesterday, I …"
+            stripped = stripped[vocative.end():]
+        if stripped == body:
+            return body
+        body = stripped
+
+
+def _addressed_or_asked(body: str) -> bool:
+    outside = _unquoted(body)
+    return "?" in outside or bool(_ADDRESSED.search(outside))
+
+
+def _lead(body: str) -> int:
+    """Where the main clause's subject starts: after a fronted clause or a time or place phrase."""
+    start = 0
+    # Time phrases can come two in a row ("Last week on Monday I …").
+    for pattern in (_SUBORDINATE, _FRONTED, _TIME, _TIME, _PREFACE):
+        match = pattern.match(body[start:])
+        if match and _subject_like(body[start + match.end():]):
+            start += match.end()
+    return start
+
+
+def _subject_like(rest: str) -> bool:
+    return bool(re.match(r"[A-Z]|(?:i|we|my|our)\b", rest))
+
+
+# --- the subject -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Names:
+    narrator: str
+    speaker: str
+    known: tuple[str, ...]
+
+    def entity(self, name: str) -> str | None:
+        """The speaker, narrator or known entity a name stands for (a first name matches a full name)."""
+        wanted = name.lower()
+        for candidate in (self.speaker, self.narrator, *self.known):
+            if candidate.strip() and wanted in (candidate.lower(), candidate.lower().split()[0]):
+                return candidate
+        return None
+
+    @property
+    def own(self) -> str:
+        """Who "I" is, named as the caller names them."""
+        return self.entity(self.narrator) or self.narrator
+
+
+_DROP = _Subject("", "", "")  # a rule that applies and drops the sentence (a pronoun nobody resolves)
+
+
+def _subject(clause: str, names: _Names, pronoun_means_speaker: bool) -> _Subject | None:
+    """The first rule that recognises the clause's subject decides; none recognising it drops the sentence."""
+    for finder in (_joint, _first_person, _possessed, _pronoun, _named, _thing):
+        found = finder(clause, names, pronoun_means_speaker)
+        if found is not None:
+            return None if found is _DROP else found
+    return None
+
+
+def _joint(clause: str, names: _Names, _: bool) -> _Subject | None:
+    match = _JOINT.match(clause)
+    if not match:
+        return None
+    # "My wife and I" → "I and their wife": the narrator first, so "their" can only mean the narrator.
+    other = re.sub(r"^(?:my|our)\b", "their", match.group("after") or match.group("before"), flags=re.I)
+    return _Subject(names.own, "", f"I and {other}{clause[match.end():]}")
+
+
+def _first_person(clause: str, names: _Names, _: bool) -> _Subject | None:
+    return _Subject(names.own, "", clause) if _FIRST_PERSON_SUBJECT.match(clause) else None
+
+
+def _possessed(clause: str, names: _Names, _: bool) -> _Subject | None:
+    match = _POSSESSED.match(clause) or _OF_MINE.match(clause)
+    if not match:
+        return None
+    if match.group("noun").lower() not in RELATIONS:
+        return _Subject(names.own, "", clause)  # "My favourite food", "My job": the narrator's own
+    name = match.groupdict().get("name")
+    phrase = match.group("phrase").lower()
+    return _Subject(names.own, f"{phrase} {name}" if name else phrase, clause)
+
+
+def _pronoun(clause: str, names: _Names, pronoun_means_speaker: bool) -> _Subject | None:
+    if not _PRONOUN_SUBJECT.match(clause):
+        return None
+    match = _SPEAKER_PRONOUN.match(clause)
+    if not (pronoun_means_speaker and match):
+        return _DROP
+    return _Subject(names.speaker, "", _as_speaker(match, clause, names.speaker))
+
+
+def _as_speaker(match: re.Match[str], clause: str, speaker: str) -> str:
+    """"They love" → "I love" (the rewrite then agrees the verb); "She's been" → "<Speaker> has been"."""
+    rest = clause[match.end():]
+    verb = (match.group("verb") or "").lower()
+    if match.group("they"):
+        return "I" + {"'re": "'m"}.get(verb, verb) + rest
+    if verb == "'s":
+        verb = " has" if re.match(r"\s+(?:been|got|gotten)\b", rest) else " is"
+    return speaker + {"'re": " is", "'ve": " has", "'ll": " will", "'d": " would"}.get(verb, verb) + rest
+
+
+def _named(clause: str, names: _Names, _: bool) -> _Subject | None:
+    match = _NAME.match(clause)
+    name = _name_words(match.group("name")) if match else ""
+    if not match or not name:
+        return None
+    entity = names.entity(name)
+    if match.group("possessive") and name == match.group("name"):
+        # "Caroline's dog …" is about her dog; "Sam's dog …" about someone the narrator knows.
+        thing = clause[match.end():].split()
+        noun = thing[0].strip(",.").lower() if thing else ""
+        return _Subject(entity or names.own, noun if entity else f"{name}'s {noun}".strip(), clause)
+    if entity:
+        return _Subject(entity, "", clause)
+    return _copula(clause, names, name) or _Subject(names.own, name, clause)
+
+
+def _name_words(phrase: str) -> str:
+    """The leading words of a capitalised phrase that can be a name ("Sam Lee", not "Painting" or "Last")."""
+    kept = []
+    for word in phrase.split():
+        if word in _NOT_NAMES or (word.endswith("ing") and len(word) > 5):
+            break
+        kept.append(word)
+    return " ".join(kept)
+
+
+def _copula(clause: str, names: _Names, name: str = "") -> _Subject | None:
+    """"Sam is my colleague" (a relation, named) or "Pottery is my favourite hobby" (the narrator's own)."""
+    match = _COPULA_MINE.match(clause)
+    if not match:
+        return None
+    if match.group("noun").lower() in RELATIONS:
+        return _Subject(names.own, f"{match.group('phrase').lower()} {name}".strip(), clause)
+    return _Subject(names.own, "", clause)
+
+
+def _thing(clause: str, names: _Names, _: bool) -> _Subject | None:
+    # "Painting helps me relax": an activity said to affect the narrator is about the narrator.
+    if _GERUND.match(clause) and _NARRATOR_MENTION.search(_unquoted(clause)):
+        return _Subject(names.own, "", clause)
+    found = _copula(clause, names)
+    return found if found is not None and not found.relation else None
+
+
+def _after_subject(clause: str) -> str:
+    return re.sub(r"^\S+", "", clause, count=1)
+
+
+# --- the rewrite -------------------------------------------------------------------------------------------------
+
+_AGREE, _KEEP = "agree", "keep"  # the verb after "I" agrees; after "we" it stays plural
+
+
+@dataclass
+class _State:
+    name: str
+    tokens: list[str]
+    index: int = 0
+    narrator_subject: bool = False  # the narrator is a subject in this sentence: reflexives point at them
+    right_after_verb: bool = False  # the next word is the narrator's verb's object: "their" is unambiguous
+    verb_next: str = ""  # _AGREE or _KEEP while the narrator's verb is still to come
+
+
+def _third_person(text: str, narrator: str) -> str:
+    out: list[str] = []
+    for part, quoted in _parts(text):
+        out.extend([part] if quoted else _rewritten(_State(narrator, _TOKEN.findall(part))))
+    return "".join(out)
+
+
+def _rewritten(state: _State) -> Iterator[str]:
+    while state.index < len(state.tokens):
+        token = state.tokens[state.index]
+        state.index += 1
+        if re.match(r"\w", token):
+            yield _word(token, state)
+        else:
+            if not token.isspace():  # punctuation ends an object; only a comma may sit before the verb ("I, too, …")
+                state.verb_next = state.verb_next if token == "," else ""
+                state.right_after_verb = False
+            yield token
+
+
+def _word(token: str, state: _State) -> str:
+    low = token.lower()
+    if state.verb_next:
+        return _verb(token, state)
+    after_verb, state.right_after_verb = state.right_after_verb, False
+    if low in _I_FORMS or low in _WE_FORMS:
+        return _narrator(low, state)
+    return _possessive(low, state, after_verb) or token
+
+
+_I_FORMS = {"i": "", "i'm": " is", "i've": " has", "i'll": " will", "i'd": ""}
+_WE_FORMS = {"we": "", "we're": " are", "we've": " have", "we'll": " will", "we'd": " would"}
+
+
+def _narrator(low: str, state: _State) -> str:
+    """I → the name (its verb to agree), we → "<name> and others" (its verb stays plural)."""
+    state.narrator_subject = True
+    contracted = _I_FORMS.get(low, _WE_FORMS.get(low, ""))
+    if low == "i'd":
+        contracted = " had" if _participle_follows(state) else " would"
+    # After "I'll", "we've" the main verb is still to come ("I'll start my job"): "their" waits for its object.
+    state.verb_next = _AGREE if low == "i" else _KEEP
+    return (state.name if low in _I_FORMS else f"{state.name} and others") + contracted
+
+
+def _participle_follows(state: _State) -> bool:
+    following = [t.lower() for t in state.tokens[state.index:] if re.match(r"\w", t)]
+    verb = next((w for w in following if w not in _ADVERBS), "")
+    return verb in _PARTICIPLES or verb.endswith("ed") and not verb.endswith("eed")
+
+
+# my → "their" right after the narrator's verb, else "<Name>'s" ({} stands for the name).
+_POSSESSIVES = {"my": ("their", "{}'s"), "our": ("their", "{}'s"), "mine": ("theirs", "{}'s"),
+                "ours": ("theirs", "{}'s"), "me": ("{}", "{}"), "us": ("them", "{} and others"),
+                "myself": ("themself", "{}"), "ourselves": ("themselves", "{} and others")}
+
+
+def _possessive(low: str, state: _State, after_verb: bool) -> str | None:
+    if low not in _POSSESSIVES:
+        return None
+    reflexive = low in ("myself", "ourselves") and state.narrator_subject
+    return _POSSESSIVES[low][0 if after_verb or reflexive else 1].format(state.name)
+
+
+def _verb(token: str, state: _State) -> str:
+    low = token.lower()
+    if low in _ADVERBS or (low.endswith("ly") and len(low) > 4 and low not in _NOT_ADVERBS):
+        return token  # "I really love" → "really loves": agreement waits for the verb
+    mode, state.verb_next = state.verb_next, ""
+    if low in _POSSESSIVES:  # "I'm my own boss": the object, straight after the verb
+        return _possessive(low, state, after_verb=True) or token
+    if low in _NOT_VERBS or not token.replace("'", "").isalpha() or token[0].isupper():
+        return token
+    if low in _AUXILIARIES:
+        state.verb_next = _KEEP  # "I should call my mom": the object comes after the main verb
+    else:
+        state.right_after_verb = True
+    return agree(token) if mode == _AGREE else token
+
+
+def agree(verb: str) -> str:
+    """The third-person singular of a verb that followed "I": love → loves, try → tries, am → is."""
+    low = verb.lower()
+    if low in _AGREEMENT:
+        return _AGREEMENT[low]
+    if low in _PAST or low.endswith("n't") or (low.endswith("ed") and not low.endswith("eed")):
+        return verb
+    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", low):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+# --- finishing ---------------------------------------------------------------------------------------------------
+
+def _finish(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"!+$", ".", text)
+    return text[:1].upper() + text[1:]
+
+
+def _parts(text: str) -> Iterator[tuple[str, bool]]:
+    """The text in order as (part, is it inside quotation marks)."""
+    position = 0
+    for match in _QUOTED.finditer(text):
+        yield text[position:match.start()], False
+        yield match.group(), True
+        position = match.end()
+    yield text[position:], False
+
+
+def _unquoted(text: str) -> str:
+    return " ".join(part for part, quoted in _parts(text) if not quoted)
