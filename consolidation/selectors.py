@@ -214,6 +214,14 @@ def _outside_current_session(rows: QuerySet[Memory]) -> QuerySet[Memory]:
     return rows.exclude(Q(memory_type__in=EPISODIC_TYPES) & in_current)
 
 
+def user_entities(*, tenant_id: int, user_id: str, namespace: str) -> list[str]:
+    """The entities the user holds memories about in this namespace (reflection files statements about one of
+    them under its profile)."""
+    return list(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, namespace=namespace,
+                                      entity_id__isnull=False)
+                .values_list("entity_id", flat=True).distinct().order_by("entity_id")[:200])
+
+
 def entity_users(*, tenant_id: int, entity_id: str, namespace: str) -> list[str]:
     """The users under whom this tenant holds memories about the entity."""
     return list(Memory.objects.filter(tenant_id=tenant_id, entity_id=entity_id, namespace=namespace)

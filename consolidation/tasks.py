@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_execute, clustering_run_now
 from consolidation.jobs.lifecycle import lifecycle_run_now
-from consolidation.jobs.reflection import reflection_execute, reflection_run_now
+from consolidation.jobs.reflection import reflection_execute, reflection_user_run_now
 from consolidation.models import RunStatus, RunTrigger
 from consolidation.runs import run_finish, run_release, run_start, worker_name
 from consolidation.selectors import reflection_eligible_scopes, users_with_eligible_memories
@@ -76,10 +76,9 @@ def reflection_fan_out_task() -> int:
 @shared_task(name="consolidation.reflection_user", bind=True, soft_time_limit=3000, time_limit=3300,
              **TASK_OPTIONS)
 def reflection_user_task(self: Task, *, tenant_id: int, user_id: str, trigger: str = RunTrigger.BEAT) -> int:
-    """Reflect every eligible scope of one user. Idempotent: a redelivered task finds reflected scopes no longer
-    eligible. An unavailable LLM retries the whole task later."""
-    outcomes = [reflection_run_now(scope=scope, trigger=trigger, wait_seconds=2400)
-                for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
+    """Reflect every eligible scope of one user (small entities share calls). Idempotent: a redelivered task
+    finds reflected scopes no longer eligible. An unavailable LLM retries the whole task later."""
+    outcomes = reflection_user_run_now(tenant_id=tenant_id, user_id=user_id, trigger=trigger, wait_seconds=2400)
     if any(outcome.llm_unavailable for outcome in outcomes):
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return len(outcomes)
@@ -120,8 +119,8 @@ def consolidation_pass_task(self: Task, *, tenant_id: int, user_id: str) -> str:
     reflection for each of the user's entities that has become eligible."""
     clustering = clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.SESSION_END,
                                     force=True, wait_seconds=2400).run
-    reflected = [reflection_run_now(scope=scope, trigger=RunTrigger.SESSION_END, force=True, wait_seconds=2400)
-                 for scope in reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)]
+    reflected = reflection_user_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.SESSION_END,
+                                        force=True, wait_seconds=2400)
     if any(outcome.llm_unavailable for outcome in reflected):
         raise self.retry(countdown=min(3600, 60 * 2 ** self.request.retries))
     return f"clustering {clustering.status}; {len(reflected)} reflection run(s)"

@@ -9,14 +9,20 @@ import copy
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
 
+from consolidation.domain.contradictions import SUPERSEDE, Statement, judge
+from consolidation.domain.insights import SUMMARY_CHARS
 from profiles.models import MemoryProfile
-from zeromem.core.domain.text import same_statement
+from zeromem.core.domain.text import same_statement, stems
 
 MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
+CONFIRMED_STEP = 0.1  # an item said again in other memories gains this much confidence, up to CONFIRMED_MAX
+CONFIRMED_MAX = 0.95
+REPLACED_WEIGHT = 0.5  # an item a newer one replaces keeps this share of its weight (it ranks below, stays visible)
 SNAPSHOT_FIELDS = ("preferences", "behaviors", "facts", "summary", "summary_source_ids")
 PROFILE_FIELD = {"preference": "preferences", "behavior": "behaviors", "failure_pattern": "behaviors",
                  "domain_fact": "facts", "entity": "facts", "constraint": "facts"}
@@ -37,24 +43,30 @@ class ProfileChange:
 @dataclass(frozen=True)
 class ProfileItem:
     category: str
-    subject: str
-    statement: str
+    subject: str  # whom it is about: the entity, or "<entity>'s daughter"
+    statement: str  # third person
     confidence: float
     source_ids: tuple[str, ...]  # the episodic/semantic memories that support it
-    memory_id: str  # the semantic memory reflection wrote for it
+    memory_id: str  # the semantic memory that carries it (a condensed passage or an insight)
+    said_from: datetime  # when its first source was said
+    said_last: datetime  # when its newest source was said
 
     def as_json(self, now: str) -> dict[str, Any]:
+        """`first_seen`: when the profile learnt it; `valid_from` / `last_seen`: when it was first and last said;
+        `weight`: how strongly it counts (its confidence, lowered once a newer item replaces it)."""
         return {"category": self.category, "subject": self.subject, "statement": self.statement,
-                "confidence": round(self.confidence, 3), "source_ids": list(self.source_ids),
-                "memory_ids": [self.memory_id], "first_seen": now, "last_seen": now}
+                "confidence": round(self.confidence, 3), "weight": round(self.confidence, 3),
+                "source_ids": list(self.source_ids), "memory_ids": [self.memory_id], "first_seen": now,
+                "valid_from": self.said_from.isoformat(), "last_seen": self.said_last.isoformat()}
 
 
 def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str,
-                  items: Sequence[ProfileItem], summary: str,
-                  summary_source_ids: Sequence[str]) -> ProfileChange | None:
-    """Fold items into the profile (a statement already there gains sources and keeps the higher confidence),
-    take the new summary, bump the version. Call inside the transaction that writes the items' memories.
-    Returns the change, or None when nothing changed."""
+                  items: Sequence[ProfileItem], summary: str = "",
+                  summary_source_ids: Sequence[str] = ()) -> ProfileChange | None:
+    """Fold items into the profile, never overwrite it: a statement already there gains the new sources, its
+    dates widen and its confidence rises; an item a newer one replaces loses weight. The summary is the model's
+    when it wrote one, else composed from the strongest items whenever they change. Bumps the version. Call
+    inside the transaction that writes the items' memories. Returns the change, or None when nothing changed."""
     profile, _ = MemoryProfile.objects.select_for_update().get_or_create(
         tenant_id=tenant_id, user_id=user_id, entity_id=entity_id or "", namespace=namespace)
     now = timezone.now().isoformat()
@@ -65,29 +77,71 @@ def profile_merge(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
         existing = next((e for e in entries if e["category"] == item.category
                          and same_statement(e["statement"], item.statement)), None)
         if existing is None:
+            _weaken_replaced(entries, item)
             entries.append(item.as_json(now))
             added.append(item.statement)
         else:
-            _fold_into(existing, item, now)
+            _fold_into(existing, item)
             folded.append(item.statement)
-    changed = bool(added or folded) or (bool(summary) and summary != profile.summary)
-    if not changed:
+    if not (added or folded or (summary and summary != profile.summary)):
         return None
     _trim(profile)
-    if summary:
-        profile.summary, profile.summary_source_ids = summary, list(summary_source_ids)
+    profile.summary, profile.summary_source_ids = (summary, list(summary_source_ids)) if summary else \
+        summary_of(profile.preferences + profile.behaviors + profile.facts)
     profile.version += 1
     profile.save()
-    cited = {s for item in items for s in (*item.source_ids, item.memory_id)} | set(summary_source_ids)
+    cited = {s for item in items for s in (*item.source_ids, item.memory_id)} | set(profile.summary_source_ids)
     return ProfileChange(profile=profile, previous=previous, added=tuple(added), folded=tuple(folded),
                          cited=tuple(sorted(cited)))
 
 
-def _fold_into(existing: dict[str, Any], item: ProfileItem, now: str) -> None:
-    existing["confidence"] = round(max(float(existing["confidence"]), item.confidence), 3)
-    existing["source_ids"] = list(dict.fromkeys([*existing["source_ids"], *item.source_ids]))
+def _fold_into(existing: dict[str, Any], item: ProfileItem) -> None:
+    new_sources = [s for s in item.source_ids if s not in existing["source_ids"]]
+    confidence = max(float(existing["confidence"]), item.confidence)
+    if new_sources:  # said again elsewhere: surer
+        confidence = min(CONFIRMED_MAX, confidence + CONFIRMED_STEP)
+    existing["confidence"] = round(confidence, 3)
+    existing["weight"] = round(confidence * (REPLACED_WEIGHT if existing.get("replaced_by") else 1.0), 3)
+    existing["source_ids"] = [*existing["source_ids"], *new_sources]
     existing["memory_ids"] = list(dict.fromkeys([*existing.get("memory_ids", []), item.memory_id]))
-    existing["last_seen"] = now
+    existing["valid_from"] = min(said_from(existing), item.said_from.isoformat())
+    existing["last_seen"] = max(str(existing.get("last_seen", "")), item.said_last.isoformat())
+
+
+def _weaken_replaced(entries: list[dict[str, Any]], item: ProfileItem) -> None:
+    """An older item of the same category whose value the new one changes ("lives in Lisbon" → "moved to
+    Porto") keeps REPLACED_WEIGHT of its weight and names its replacement."""
+    newer = Statement.parse(item.statement, item.said_from)
+    words = stems(item.statement)
+    for entry in entries:
+        said = datetime.fromisoformat(said_from(entry))
+        if (entry["category"] != item.category or entry.get("replaced_by") or said >= item.said_from
+                or len(words & stems(entry["statement"])) < 2):  # parsing every pair would be too slow
+            continue
+        if judge(Statement.parse(entry["statement"], said), newer).kind == SUPERSEDE:
+            entry["replaced_by"] = item.statement
+            entry["weight"] = round(float(entry["confidence"]) * REPLACED_WEIGHT, 3)
+
+
+def said_from(item: dict[str, Any]) -> str:
+    """When an item was first said (items written before `valid_from` existed: when the profile learnt it)."""
+    return str(item.get("valid_from") or item["first_seen"])
+
+
+def item_weight(item: dict[str, Any]) -> float:
+    return float(item.get("weight", item["confidence"]))
+
+
+def summary_of(items: Sequence[dict[str, Any]]) -> tuple[str, list[str]]:
+    """The strongest items' statements (not replaced ones), whole, within SUMMARY_CHARS; with their sources."""
+    ranked = sorted((i for i in items if not i.get("replaced_by")),
+                    key=lambda i: (item_weight(i), str(i.get("last_seen", ""))), reverse=True)
+    text, sources = "", []
+    for item in ranked:
+        sentence = item["statement"].rstrip(" .") + "."
+        if len(text) + len(sentence) + 1 <= SUMMARY_CHARS:
+            text, sources = f"{text} {sentence}".strip(), [*sources, *item["source_ids"]]
+    return text, list(dict.fromkeys(sources))
 
 
 def _trim(profile: MemoryProfile) -> None:

@@ -285,6 +285,9 @@ ZEROMEMORY_REFLECTION_WINDOW = env_int("ZEROMEMORY_REFLECTION_WINDOW", 50, minim
 ZEROMEMORY_REFLECTION_BATCH = env_int("ZEROMEMORY_REFLECTION_BATCH", 15, minimum=1, maximum=200)
 ZEROMEMORY_REFLECTION_MIN_REMAINING = env_int("ZEROMEMORY_REFLECTION_MIN_REMAINING", 10, minimum=1, maximum=1000)
 ZEROMEMORY_REFLECTION_MAX_CALLS = env_int("ZEROMEMORY_REFLECTION_MAX_CALLS", 10, minimum=1, maximum=1000)
+# With an LLM, the entities of one user share calls of up to this many memories (at most BATCH of one entity):
+# most entities have 10–20 eligible memories, and a call each would pay the prompt's overhead every time.
+ZEROMEMORY_REFLECTION_SHARED_CALL = env_int("ZEROMEMORY_REFLECTION_SHARED_CALL", 40, minimum=1, maximum=400)
 ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONFIDENCE", 0.6, minimum=0.0,
                                                  maximum=1.0)
 # The reflect endpoint waits this long for its run before answering 202 with the run id.

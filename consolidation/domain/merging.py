@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from zeromem.core.domain.entities import extract_entities
-from zeromem.core.domain.text import NUMBER, QUERY_STOP_WORDS, STOP_WORDS, word_set, words
+from zeromem.core.domain.text import NUMBER, QUERY_STOP_WORDS, STOP_WORDS, stems, word_set, words
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 
@@ -269,6 +269,21 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def topic_order(texts: Sequence[str]) -> list[int]:
+    """Indexes of `texts` reordered so that each is followed by the remaining one sharing most of its content
+    words: a batch packed in this order gives passages that are each about one thing (the allergies together,
+    the incidents of one service together), which search finds better than a stretch of mixed talk. Quadratic
+    in the batch (at most a reflection batch of ~15), never over a user's memories."""
+    words = [stems(split_speaker(text)[1]) for text in texts]
+    order, remaining = [0], list(range(1, len(texts))) if texts else []
+    while remaining:
+        last = words[order[-1]]
+        nearest = max(remaining, key=lambda i: (len(last & words[i]) / (len(last | words[i]) or 1), -i))
+        order.append(nearest)
+        remaining.remove(nearest)
+    return order if texts else []
 
 
 def _cut(text: str, limit: int) -> str:

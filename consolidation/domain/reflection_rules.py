@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from consolidation.domain.insights import Insight, Reflection, Source
-from consolidation.domain.merging import anchor_dates, concrete_values, is_low_signal, sentences
+from consolidation.domain.merging import anchor_dates, is_low_signal, sentences
 from zeromem.core.domain.text import same_statement, split_speaker, stems
 
 MAX_ITEMS = 8
-SUMMARY_CHARS = 300
 _IMAGE = re.compile(r"\s*\[shares image:[^\]]*\]")
 _PERSON = r"(?:i|we|he|she|they)"
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
@@ -74,7 +73,8 @@ def reflect_extractive(subject: str, sources: Sequence[Source]) -> Reflection:
     for item in sorted(found, key=lambda f: -f.confidence):
         insights = _corroborate(insights, item, subject)
     insights.sort(key=lambda i: (-i.confidence, -len(i.sources)))
-    return Reflection(insights=tuple(insights[:MAX_ITEMS]), summary=_summary(subject, sources))
+    # No summary of its own: the profile composes one from its strongest items (profiles.services).
+    return Reflection(insights=tuple(insights[:MAX_ITEMS]), summary="")
 
 
 def _found_in(source: Source) -> list[_Found]:
@@ -106,20 +106,3 @@ def _corroborate(insights: list[Insight], item: _Found, subject: str) -> list[In
                                           min(0.95, other.confidence + 0.1), other.sources + (item.source,))
             return insights
     return [*insights, Insight(item.category, subject, item.statement, item.confidence, (item.source,))]
-
-
-def _summary(subject: str, sources: Sequence[Source]) -> str:
-    """The dates covered and the sentences that carry the most concrete values, within SUMMARY_CHARS."""
-    if not sources:
-        return ""
-    first, last = min(s.created_at for s in sources).date(), max(s.created_at for s in sources).date()
-    span = first.isoformat() if first == last else f"{first.isoformat()} to {last.isoformat()}"
-    ranked = sorted(((len(concrete_values(s)) + len(stems(s)) / 10, n, s)
-                     for n, source in enumerate(sources) for s in _statements(source)),
-                    key=lambda t: (-t[0], t[1]))
-    text = f"{subject}, {span}:"
-    for _, _, sentence in ranked:
-        if len(text) + len(sentence) + 1 > SUMMARY_CHARS:
-            break
-        text += " " + sentence
-    return text

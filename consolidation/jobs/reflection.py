@@ -1,11 +1,16 @@
 """The reflection job for one scope (an entity, or a user's memories without an entity): batches of inputs go to
-the reflection model; what it finds becomes semantic memories, a digest and profile items (ARCHITECTURE.md, "Jobs").
+the reflection model; what it finds becomes profile items (third-person statements about whom they concern) and
+what the episodes said becomes condensed passages (ARCHITECTURE.md, "Jobs").
 
 Calls run with bounded concurrency; each call's result is written in its own transaction that renews the run's
-lease, writes the insight memories and the digest with their source links, moves the episodes sent to
-consolidated (conditional: a memory another writer moved first aborts the whole call), marks semantic inputs
-reflected, merges the profile, charges the tokens and writes the ledger; events go out after commit. A call that
-fails (invalid output after one repair) writes nothing but its token usage: its memories stay as they were.
+lease, writes the condensed passages (and an insight memory for an item no passage already carries) with their
+source links, moves the episodes sent to consolidated (conditional: a memory another writer moved first aborts the
+whole call), marks semantic inputs reflected, merges the profiles, charges the tokens and writes the ledger;
+events go out after commit. A call that fails (invalid output after one repair) writes nothing but its token
+usage: its memories stay as they were.
+
+Small entities of one user share calls (`reflection_user_run_now`): the calls are made first, each subject's part
+of a reply is validated on its own, and each entity's run then writes its parts like its own calls' results.
 """
 
 from __future__ import annotations
@@ -26,29 +31,41 @@ from consolidation.domain import extraction
 from consolidation.domain.insights import (
     MEMORY_KIND,
     Candidate,
+    Filed,
     Insight,
     InvalidOutput,
+    Part,
     Reflection,
     Source,
     build_messages,
+    file_insights,
     keep_durable,
-    parse_reply,
+    pack_calls,
+    parse_parts,
+    part_keys,
     plan_batches,
     repair_messages,
 )
-from consolidation.domain.merging import Member, merge_cluster
+from consolidation.domain.merging import Member, merge_cluster, topic_order
 from consolidation.domain.reflection_rules import reflect_extractive
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_progress
-from consolidation.selectors import MemoryRow, ReflectionScope, reflection_candidates
+from consolidation.selectors import (
+    MemoryRow,
+    ReflectionScope,
+    reflection_candidates,
+    reflection_eligible_scopes,
+    user_entities,
+)
 from profiles.services import ProfileItem, profile_merge
 from zeromem.core.adapters import llm
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.text import stems
 from zeromem.core.domain.transitions import TransitionRefused
-from zeromem.core.events import event_emit
+from zeromem.core.events import event_emit, semantic_event_data
 from zeromem.core.selectors import llm_tokens_this_month
 from zeromem.core.services import content_hash, llm_usage_add, search_stats_add
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
@@ -91,24 +108,40 @@ class CallResult:
     error: str = ""
 
 
-def reflect_call(model: str, subject: str, sources: Sequence[Source]) -> CallResult:
-    """One reflection call (no database access: it may run in a worker thread). Raises llm.LLMUnavailable /
-    llm.LLMError; invalid output gets one repair attempt, then the call fails."""
+def reflect_call(model: str, parts: Sequence[Part]) -> list[CallResult]:
+    """One reflection call over one or several subjects' parts, a result per part (no database access: it may
+    run in a worker thread). Raises llm.LLMUnavailable / llm.LLMError; when a part of the reply is invalid the
+    whole call gets one repair, and a part still invalid after it fails only its subject."""
     if model == EXTRACTIVE:
-        return CallResult(reflect_extractive(subject, sources), llm.Usage())
+        return [CallResult(reflect_extractive(part.subject, part.sources), llm.Usage()) for part in parts]
     if llm.is_builtin(model):
         raise llm.LLMError(f"unknown built-in reflection engine {model!r} (known: {EXTRACTIVE})")
-    messages = build_messages(subject, sources)
+    keys = [part.key for part in parts]
+    messages = build_messages(parts)
     first = llm.complete(model=model, messages=messages)
+    answers = _answers(first.text, keys)
+    invalid = [str(answer) for answer in answers.values() if isinstance(answer, InvalidOutput)]
+    if not invalid:
+        return _results(parts, answers, first.usage, repairs=0)
+    repaired = llm.complete(model=model, messages=repair_messages(messages, first.text, "; ".join(invalid)))
+    again = _answers(repaired.text, keys)
+    merged = {key: again[key] if isinstance(answer, InvalidOutput) else answer for key, answer in answers.items()}
+    return _results(parts, merged, first.usage + repaired.usage, repairs=1)
+
+
+def _answers(text: str, keys: Sequence[str]) -> dict[str, Reflection | InvalidOutput]:
     try:
-        return CallResult(parse_reply(first.text), first.usage)
+        return parse_parts(text, keys)
     except InvalidOutput as exc:
-        repaired = llm.complete(model=model, messages=repair_messages(messages, first.text, str(exc)))
-    usage = first.usage + repaired.usage
-    try:
-        return CallResult(parse_reply(repaired.text), usage, repairs=1)
-    except InvalidOutput as exc:
-        return CallResult(None, usage, repairs=1, error=f"invalid output after one repair: {exc}")
+        return {key: exc for key in keys}
+
+
+def _results(parts: Sequence[Part], answers: dict[str, Reflection | InvalidOutput], usage: llm.Usage, *,
+             repairs: int) -> list[CallResult]:
+    shares = usage.split([len(part.sources) for part in parts])
+    return [CallResult(answer, share, repairs) if isinstance(answer, Reflection) else
+            CallResult(None, share, repairs, f"invalid output{' after one repair' if repairs else ''}: {answer}")
+            for answer, share in zip((answers[part.key] for part in parts), shares, strict=True)]
 
 
 # --- writing one call's result -------------------------------------------------------------------------------
@@ -166,45 +199,72 @@ class Written:
     before: dict[str, Any] | None = None  # an existing insight corroborated: what an undo puts back
 
 
-def call_drafts(kept: Reflection, digest: str, passages: Sequence[Passage]) -> list[Draft]:
-    """The insights, the digest and the condensed passages, in the order they are written, embedded in one call
-    (outside any transaction)."""
-    wanted: list[Insight | Digest | Passage] = [*kept.insights, Digest(digest), *passages]
+def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passages: Sequence[Passage]
+                ) -> list[Draft]:
+    """What a call writes, in this order, embedded in one call (outside any transaction)."""
+    wanted: list[Insight | Digest | Passage] = [*insights, *fallback, *passages]
     vectors = embed_texts([Draft.text_of(what) for what in wanted])
     return [Draft(what, vector) for what, vector in zip(wanted, vectors, strict=True)]
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What one call's result becomes: the items filed per entity, the condensed passages, and for each item the
+    passage that already carries it (None: the item gets an insight memory of its own)."""
+
+    filed: list[Filed]
+    passages: list[Passage]
+    carrier: list[int | None]
+    summary: str
+
+    @property
+    def own_insights(self) -> list[Insight]:
+        return [f.insight for f, c in zip(self.filed, self.carrier, strict=True) if c is None]
+
+
+def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, model: str,
+              known: Sequence[str]) -> Plan:
+    kept = keep_durable(reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
+    filed = file_insights(kept, subject=scope.subject, known=known, model_wrote=not llm.is_builtin(model))
+    passages = condensed_passages(batch)
+    return Plan(filed, passages, [_carrier(f, batch, passages) for f in filed], kept.summary)
+
+
+def _carrier(filed: Filed, batch: Batch, passages: Sequence[Passage]) -> int | None:
+    """The passage that already says what the item says (most of its content words, a passage citing one of its
+    sources first): the item then needs no memory of its own."""
+    words = stems(filed.insight.statement)
+    cited = set(filed.insight.sources)
+    ranked = sorted(range(len(passages)), key=lambda i: not cited & set(passages[i].numbers))
+    return next((i for i in ranked if len(words & stems(passages[i].text)) >= 0.8 * len(words)), None)
+
+
 def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, batch: Batch, result: CallResult,
-                model: str) -> list[str]:
+                model: str, known: Sequence[str]) -> list[str]:
     """Write one successful call; returns the statements kept."""
     assert result.reflection is not None
-    kept = keep_durable(result.reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
-    drafts = call_drafts(kept, kept.summary or _fallback_digest(scope, batch), condensed_passages(batch))
+    plan = call_plan(scope, batch, result.reflection, model=model, known=known)
+    fallback = [] if plan.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
+    drafts = call_drafts(plan.own_insights, fallback, plan.passages)
     now = timezone.now()
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         written = [_write_draft(run, scope, batch, draft, model, now) for draft in drafts]
         created = [w.memory for w in written if w.before is None]
-        corroborated = [w.before for w in written if w.before is not None]
         search_stats_add(memory_ids=[m.id for m in created])
         _retire_inputs(run, scope, batch, now)
-        profile_change = profile_merge(
-            tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id, namespace=scope.namespace,
-            items=_profile_items(scope, batch, written), summary=kept.summary,
-            summary_source_ids=[str(r.id) for r in batch.rows])
-        if profile_change is not None:
-            profile_change_record(change=profile_change, run_id=run.id, actor=f"run:{run.id}")
-        profile_updated = profile_change is not None
-        _ledger(run, scope, batch, kept, [w.memory for w in written], model, result, created=created,
-                corroborated=corroborated)
-        _charge(run, scope, result, reviewed=len(batch.rows), created=len(created),
-                insights=[i.statement for i in kept.insights], profile_updated=profile_updated)
-        for memory in (w.memory for w in written):
+        profile_updated = _merge_profiles(run, scope, batch, plan, written)
+        _ledger(run, scope, batch, plan, [w.memory for w in written], model, result, created=created,
+                corroborated=[w.before for w in written if w.before is not None])
+        statements = [f.insight.statement for f in plan.filed]
+        _charge(run, scope, result, reviewed=len(batch.rows), created=len(created), insights=statements,
+                profile_updated=profile_updated)
+        for w in written:
             event_emit(event="memory.semantic.updated", tenant_id=scope.tenant_id, data={
-                "semantic_id": str(memory.id), "user_id": scope.user_id, "created": memory in created,
-                "reflection": True,
-                "source_ids": [str(s) for s in memory.metadata["source_ids"]]})
-    return [i.statement for i in kept.insights]
+                **semantic_event_data(w.memory), "semantic_id": str(w.memory.id), "user_id": scope.user_id,
+                "created": w.before is None, "reflection": True,
+                "source_ids": [str(s) for s in w.memory.metadata["source_ids"]]})
+    return statements
 
 
 def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, draft: Draft, model: str,
@@ -223,20 +283,44 @@ def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, dr
                              importance=max(r.importance for r in rows), confidence=0.7, tags=tags, extra=extra))
 
 
-def _profile_items(scope: ReflectionScope, batch: Batch, written: Sequence[Written]) -> list[ProfileItem]:
-    return [ProfileItem(w.insight.category, w.insight.subject or scope.subject, w.insight.statement,
-                        w.insight.confidence, tuple(str(x) for x in batch.ids(w.insight.sources)), str(w.memory.id))
-            for w in written if w.insight is not None]
+def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: Plan,
+                    written: Sequence[Written]) -> bool:
+    """Merge the items into the profile of the entity each is about (the scope's own first, which also takes the
+    summary); returns whether the scope's own profile changed."""
+    passage_memory = written[len(written) - len(plan.passages):]
+    own = iter(w for w in written if w.insight is not None)
+    by_entity: dict[str | None, list[ProfileItem]] = {None: []}
+    for filed, carrier in zip(plan.filed, plan.carrier, strict=True):
+        memory = next(own).memory if carrier is None else passage_memory[carrier].memory
+        by_entity.setdefault(filed.entity, []).append(_profile_item(filed.insight, batch, memory))
+    changed = False
+    for entity, items in by_entity.items():
+        change = profile_merge(
+            tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id if entity is None else entity,
+            namespace=scope.namespace, items=items, summary=plan.summary if entity is None else "",
+            summary_source_ids=[str(r.id) for r in batch.rows] if entity is None and plan.summary else ())
+        if change is not None:
+            profile_change_record(change=change, run_id=run.id, actor=f"run:{run.id}")
+            changed = changed or entity is None
+    return changed
+
+
+def _profile_item(insight: Insight, batch: Batch, memory: Memory) -> ProfileItem:
+    rows = batch.picked(insight.sources)
+    return ProfileItem(insight.category, insight.subject, insight.statement, insight.confidence,
+                       tuple(str(r.id) for r in rows), str(memory.id),
+                       said_from=min(r.created_at for r in rows), said_last=max(r.created_at for r in rows))
 
 
 def condensed_passages(batch: Batch) -> list[Passage]:
     """What the batch's episodes say, condensed the way clustering merges (redundant sentences and small talk
-    dropped, relative dates anchored), in passages of at most ZEROMEMORY_MERGED_MAX_CHARS characters. The
-    episodes leave search once reflected; a summary and a few insights alone would lose what they said, and
-    the retrieval safety net would undo the run."""
-    numbers = [n for n, r in enumerate(batch.rows, 1) if not r.is_semantic]
-    if not numbers:
+    dropped, relative dates anchored), in passages of at most ZEROMEMORY_MERGED_MAX_CHARS characters, each
+    about one topic as far as the batch allows. The episodes leave search once reflected; profile items alone
+    would lose what they said, and the retrieval safety net would undo the run."""
+    episodes = [n for n, r in enumerate(batch.rows, 1) if not r.is_semantic]
+    if not episodes:
         return []
+    numbers = [episodes[i] for i in topic_order([batch.row(n).content for n in episodes])]
     members = [Member(r.content, r.created_at.date()) for r in batch.picked(numbers)]
     chunks = merge_cluster(members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
     return [Passage(chunk.text, [numbers[m] for m in chunk.members]) for chunk in chunks]
@@ -315,7 +399,7 @@ def _retire_inputs(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, 
                                 "was written")
 
 
-def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, kept: Reflection, written: list[Memory],
+def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: Plan, written: list[Memory],
             model: str, result: CallResult, *, created: list[Memory], corroborated: list[dict[str, Any]]) -> None:
     ledger_write(
         tenant_id=scope.tenant_id, action="reflection", actor=f"run:{run.id}", run_id=run.id, user_id=scope.user_id,
@@ -324,9 +408,10 @@ def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, kept: R
                 "sent": [{"id": str(r.id), "content_hash": r.content_hash} for r in batch.rows]},
         outputs={"semantic_ids": [str(m.id) for m in written], "created_ids": [str(m.id) for m in created],
                  "corroborated": corroborated,
-                 "items": [{"category": i.category, "statement": i.statement, "confidence": i.confidence,
-                            "source_ids": [str(x) for x in batch.ids(i.sources)]} for i in kept.insights],
-                 "summary": kept.summary},
+                 "items": [{"category": f.insight.category, "statement": f.insight.statement,
+                            "confidence": f.insight.confidence, "entity_id": f.entity or scope.entity_id,
+                            "source_ids": [str(x) for x in batch.ids(f.insight.sources)]} for f in plan.filed],
+                 "summary": plan.summary},
         reason="reflection over the entity's unreflected memories",
         scores={"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens,
                 "repairs": result.repairs})
@@ -372,10 +457,15 @@ def plan_reflection(scope: ReflectionScope, *, force: bool) -> list[Batch]:
     return [Batch(sorted([rows[i] for i in indexes], key=lambda r: r.created_at)) for indexes in plan]
 
 
+Answered = list[tuple[Batch, CallResult | Exception]]  # batches whose shared calls were already made
+
+
 def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = False,
-                       progress: Progress | None = None) -> ConsolidationRun:
+                       progress: Progress | None = None, answered: Answered | None = None) -> ConsolidationRun:
     """Do the work of a claimed reflection run and close it. Raises llm.LLMUnavailable (the run stays claimed:
-    the caller releases it for a retry, or fails it); a lost lease stops the run without closing it."""
+    the caller releases it for a retry, or fails it); a lost lease stops the run without closing it.
+    `answered`: the run's batches with the results of the calls it shared with other entities of the user
+    (`reflection_user_run_now`); without it the run plans and calls for itself."""
     tenant = Tenant.objects.get(id=run.tenant_id)
     scope = scope_of(run)
     model = reflection_model(tenant)
@@ -383,7 +473,7 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     refusal = budget_refusal(tenant, model)
     if refusal:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.SKIPPED, error=refusal)
-    batches = plan_reflection(scope, force=force)
+    batches = plan_reflection(scope, force=force) if answered is None else [batch for batch, _ in answered]
     with transaction.atomic():
         run_progress(run_id=run.id, calls_planned=run.result.get("calls_done", 0) + len(batches),
                      entity_id=scope.entity_id, user_id=scope.user_id)
@@ -392,7 +482,8 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     try:
         if settings.ZEROMEMORY_EXTRACTION_PHASE and not llm.is_builtin(model):
             _extraction_phase(run, worker, scope, model, rows)
-        _write_all(run, worker, scope, model, batches, progress)
+        results = _own_calls(model, scope, batches) if answered is None else [result for _, result in answered]
+        _write_all(run, worker, scope, model, list(zip(batches, results, strict=True)), progress)
         failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
@@ -405,24 +496,80 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     return _finish(run, worker)
 
 
-def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model: str, batches: list[Batch],
-               progress: Progress | None) -> None:
+def _own_calls(model: str, scope: ReflectionScope, batches: list[Batch]) -> list[CallResult | Exception]:
+    """One call per batch, this scope alone in each."""
     concurrency = 1 if llm.is_builtin(model) else None
-    results = llm.map_bounded(lambda b: reflect_call(model, scope.subject, b.sources), batches,
-                              concurrency=concurrency)
-    for done, (batch, result) in enumerate(zip(batches, results, strict=True), 1):
+    calls = llm.map_bounded(lambda b: reflect_call(model, [Part("A", scope.subject, tuple(b.sources))])[0],
+                            batches, concurrency=concurrency)
+    return list(calls)
+
+
+def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model: str, answered: Answered,
+               progress: Progress | None) -> None:
+    known = user_entities(tenant_id=scope.tenant_id, user_id=scope.user_id, namespace=scope.namespace)
+    for done, (batch, result) in enumerate(answered, 1):
         if isinstance(result, Exception):
             raise result
         if result.reflection is None:
             _record_failed_call(run, worker, scope, result)
         else:
             try:
-                _write_call(run=run, worker=worker, scope=scope, batch=batch, result=result, model=model)
+                _write_call(run=run, worker=worker, scope=scope, batch=batch, result=result, model=model,
+                            known=known)
             except TransitionRefused:
                 _record_failed_call(run, worker, scope, CallResult(None, result.usage, result.repairs,
                                                                    "another writer moved these memories first"))
         if progress:
-            progress(done, len(batches))
+            progress(done, len(answered))
+
+
+# --- calls shared by the entities of one user --------------------------------------------------------------------
+
+def reflection_user_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,
+                            wait_seconds: float = 3600) -> list[RunOutcome]:
+    """Reflect every eligible scope of one user (the thresholds apply; `force` only lets the runs read the
+    current session too), one run each, one after the other. With an LLM, the scopes share calls (up to ZEROMEMORY_REFLECTION_SHARED_CALL memories a call, at most ZEROMEMORY_REFLECTION_BATCH of
+    one scope): the calls are made first, then each run writes its parts. One user's memories never share a
+    prompt with another user's."""
+    scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)
+    answered = shared_calls(tenant_id=tenant_id, scopes=scopes, force=force)
+    return [reflection_run_now(scope=scope, trigger=trigger, force=force, wait_seconds=wait_seconds,
+                               answered=answered.get(scope)) for scope in scopes]
+
+
+def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool
+                 ) -> dict[ReflectionScope, Answered]:
+    """Each scope's batches with their results; empty when there is nothing to share (one scope, a built-in
+    engine, or a spent budget: each run then plans and calls for itself)."""
+    tenant = Tenant.objects.get(id=tenant_id)
+    model = reflection_model(tenant)
+    if len(scopes) < 2 or llm.is_builtin(model) or budget_refusal(tenant, model):
+        return {}
+    plans = [plan_reflection(scope, force=force) for scope in scopes]
+    rows = [[row for batch in plan for row in batch.rows] for plan in plans]
+    calls = [[(piece.scope, Batch(sorted((rows[piece.scope][i] for i in piece.indexes),
+                                         key=lambda r: r.created_at))) for piece in call]
+             for call in pack_calls([_positions(plan) for plan in plans],
+                                    per_call=settings.ZEROMEMORY_REFLECTION_SHARED_CALL,
+                                    per_scope=settings.ZEROMEMORY_REFLECTION_BATCH)]
+
+    def call(pieces: list[tuple[int, Batch]]) -> list[CallResult]:
+        keys = part_keys(len(pieces))
+        return reflect_call(model, [Part(key, scopes[s].subject, tuple(batch.sources))
+                                    for key, (s, batch) in zip(keys, pieces, strict=True)])
+
+    answered: dict[ReflectionScope, Answered] = {scope: [] for scope in scopes}
+    for pieces, results in zip(calls, llm.map_bounded(call, calls), strict=True):
+        for index, (s, batch) in enumerate(pieces):
+            answered[scopes[s]].append((batch, results if isinstance(results, Exception) else results[index]))
+    return answered
+
+
+def _positions(plan: list[Batch]) -> list[list[int]]:
+    """Each batch as positions in the plan's rows laid end to end (a piece of a call never crosses a batch, so
+    never a window)."""
+    starts = [sum(len(b.rows) for b in plan[:i]) for i in range(len(plan))]
+    return [list(range(start, start + len(batch.rows))) for start, batch in zip(starts, plan, strict=True)]
 
 
 # --- the optional extraction phase ---------------------------------------------------------------------------
@@ -492,24 +639,28 @@ def _finish(run: ConsolidationRun, worker: str) -> ConsolidationRun:
 
 
 def reflection_execute_or_fail(*, run: ConsolidationRun, worker: str, force: bool = False,
-                               progress: Progress | None = None) -> ConsolidationRun:
+                               progress: Progress | None = None, answered: Answered | None = None
+                               ) -> ConsolidationRun:
     """In-process execution (CLI, admin, per-user task): an unavailable LLM fails the run with the reason, marked
     so the caller's task can retry later (`RunOutcome.llm_unavailable`)."""
     try:
-        return reflection_execute(run=run, worker=worker, force=force, progress=progress)
+        return reflection_execute(run=run, worker=worker, force=force, progress=progress, answered=answered)
     except llm.LLMUnavailable as exc:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=f"LLM unavailable: {exc}",
                           llm_unavailable=True)
 
 
 def reflection_run_now(*, scope: ReflectionScope, trigger: str, force: bool = False,
-                       progress: Progress | None = None, wait_seconds: float = 3600) -> RunOutcome:
-    """Reflect one scope in this process, or join the same reflection already under way."""
+                       progress: Progress | None = None, wait_seconds: float = 3600,
+                       answered: Answered | None = None) -> RunOutcome:
+    """Reflect one scope in this process, or join the same reflection already under way. `answered` (shared
+    calls made for this scope) is used only by a run of the same `force` as the plan it came from."""
     return run_in_process(
         tenant_id=scope.tenant_id, user_id=scope.user_id, kind=RunKind.REFLECTION, trigger=trigger,
         entity_id=scope.entity_id, namespace=scope.namespace, wait_seconds=wait_seconds, force=force,
-        execute=lambda run, worker: reflection_execute_or_fail(run=run, worker=worker, force=run.force,
-                                                               progress=progress))
+        execute=lambda run, worker: reflection_execute_or_fail(
+            run=run, worker=worker, force=run.force, progress=progress,
+            answered=answered if run.force == force else None))
 
 
 def reflection_answer(run: ConsolidationRun) -> dict[str, Any]:

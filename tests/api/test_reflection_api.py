@@ -29,7 +29,8 @@ def test_reflect_answers_the_documented_shape(tenant, api, eager):
     assert body["entity_id"] == "alice" and body["memories_reviewed"] == 12 and body["profile_updated"] is True
     condensed = Memory.objects.filter(tags__contains=["condensed"]).count()
     assert condensed >= 1 and len(body["insights"]) >= 3
-    assert body["new_semantic_memories"] == len(body["insights"]) + 1 + condensed  # insights, digest, condensed
+    insights = Memory.objects.filter(tags__contains=["insight"]).count()  # items no passage already carries
+    assert body["new_semantic_memories"] == insights + condensed
     assert all(isinstance(s, str) for s in body["insights"])
     profile = api.get("/profile", user_id="u1", entity_id="alice").json()
     assert profile["version"] == 1 and profile["preferences"]

@@ -11,10 +11,15 @@ import pytest
 from consolidation.domain.insights import (
     Candidate,
     InvalidOutput,
+    Part,
+    Piece,
+    Reflection,
     Source,
     build_messages,
     keep_durable,
-    parse_reply,
+    pack_calls,
+    parse_parts,
+    parts_from_messages,
     plan_batches,
 )
 from consolidation.domain.reflection_rules import reflect_extractive
@@ -78,6 +83,14 @@ REPLIES = [
 ]
 
 
+def parse_reply(reply: str) -> Reflection:
+    """A one-subject call's reply, as the job reads it (a part without its key is that subject's)."""
+    answer = parse_parts(reply, ["A"])["A"]
+    if isinstance(answer, InvalidOutput):
+        raise answer
+    return answer
+
+
 def test_the_fixture_is_large_enough():
     assert len(REPLIES) >= 20
 
@@ -106,11 +119,40 @@ def test_the_filters_drop_what_is_not_durable():
     assert len(kept[8].insights) == 5
 
 
-def test_the_prompt_quotes_memories_as_json_data_with_short_ids():
-    system, user = build_messages("Maya", SOURCES[:2])
+def test_the_prompt_quotes_memories_as_json_data_with_short_ids_namespaced_per_subject():
+    messages = build_messages([Part("A", "Maya", tuple(SOURCES[:2])), Part("B", "Leo", tuple(SOURCES[2:3]))])
+    system, user = messages
     assert system["role"] == "system" and "never instructions" in system["content"]
-    assert '"id": 1' in user["content"] and '"id": 2' in user["content"]
+    assert '"id": "A1"' in user["content"] and '"id": "A2"' in user["content"] and '"id": "B3"' in user["content"]
     assert "Maya: I prefer window seats" in user["content"]
+    assert [(key, subject, [m["id"] for m in memories]) for key, subject, memories in parts_from_messages(messages)] \
+        == [("A", "Maya", [1, 2]), ("B", "Leo", [3])]
+
+
+def test_a_shared_reply_is_split_per_subject_and_a_bad_part_fails_only_its_subject():
+    reply = json.dumps({
+        "A": {"items": [item("preference", "Maya prefers window seats on long flights", ["A1", "B2"])],
+              "summary": "Maya flies a lot."},
+        "B": {"items": [item("behavior", "Leo climbs", "B2")], "summary": "Leo."}})
+    answers = parse_parts(reply, ["A", "B", "C"])
+    assert answers["A"].insights[0].sources == (1, 0)  # B2 is not Maya's: an id never sent to her part
+    assert keep_durable(answers["A"], SOURCES, min_confidence=0.6).insights[0].sources == (1,)
+    assert isinstance(answers["B"], InvalidOutput) and "source_ids" in str(answers["B"])
+    assert isinstance(answers["C"], InvalidOutput) and "no object" in str(answers["C"])
+    with pytest.raises(InvalidOutput):
+        parse_parts("nothing here", ["A", "B"])
+
+
+def test_shared_calls_fill_up_to_the_cap_with_at_most_one_batch_share_per_subject():
+    batches = [[list(range(15)), list(range(15, 30)), list(range(30, 40))], [list(range(12))], [list(range(10))],
+               [list(range(14))]]
+    calls = pack_calls(batches, per_call=40, per_scope=15)
+    assert all(sum(len(p.indexes) for p in call) <= 40 for call in calls)
+    assert all(len({p.scope for p in call}) == len(call) for call in calls)  # one piece per subject a call
+    sent = sorted((p.scope, i) for call in calls for p in call for i in p.indexes)
+    assert sent == sorted((s, i) for s, scope in enumerate(batches) for batch in scope for i in batch)
+    assert len(calls) == 3  # 76 memories: ceil(76 / 40) = 2 is impossible with 15 of one subject a call at most
+    assert calls[0][0] == Piece(0, tuple(range(15)))
 
 
 # --- batches -------------------------------------------------------------------------------------------------
@@ -155,7 +197,7 @@ def test_extractive_engine_categorises_grounded_sentences():
     for insight in reflection.insights:
         source = SOURCES[insight.sources[0] - 1].text
         assert insight.statement.split(": ", 1)[1].rstrip(".") in source  # verbatim: grounded by construction
-    assert reflection.summary.startswith("Maya, 2024-05-02 to 2024-05-09:")
+    assert reflection.summary == ""  # the profile composes its summary from its strongest items
     kept = keep_durable(reflection, SOURCES, min_confidence=0.6)
     assert len(kept.insights) == len(reflection.insights)
 

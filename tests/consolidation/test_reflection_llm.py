@@ -28,6 +28,16 @@ def reflect(tenant, entity="alice"):
     return reflection_run_now(scope=ReflectionScope(tenant.id, "u1", entity, "global"), trigger="cli").run
 
 
+def item_sources(statement):
+    """The memories the profile item stating this rests on; the memory that carries it cites them too."""
+    profile = MemoryProfile.objects.get(entity_id="alice")
+    item = next(i for i in profile.preferences + profile.behaviors + profile.facts if i["statement"] == statement)
+    [carrier] = item["memory_ids"]
+    assert set(item["source_ids"]) <= {str(s) for s in MemorySource.objects.filter(memory_id=carrier)
+                                       .values_list("source_memory_id", flat=True)}
+    return item["source_ids"]
+
+
 def untouched(memories):
     """Every memory is still raw and cited by nothing."""
     ids = [m.id for m in memories]
@@ -36,7 +46,7 @@ def untouched(memories):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_happy_path_writes_insights_digest_profile_ledger_and_usage(tenant, fake_llm, events):
+def test_happy_path_writes_passages_profile_ledger_and_usage(tenant, fake_llm, events):
     memories = ingest_entity(tenant, n=12)
     run = reflect(tenant)
     assert run.status == "succeeded", run.error
@@ -47,15 +57,13 @@ def test_happy_path_writes_insights_digest_profile_ledger_and_usage(tenant, fake
     assert Memory.objects.filter(id__in=sent, state="consolidated").count() == 12
     insights = Memory.objects.filter(tenant=tenant, tags__contains=["insight"])
     condensed = Memory.objects.filter(tenant=tenant, tags__contains=["condensed"])
-    assert insights.count() >= 3 and condensed.exists()
-    assert run.created == insights.count() + 1 + condensed.count()  # insights, the digest, condensed passages
-    for insight in insights:
-        assert insight.importance == 0.8 and insight.memory_type == "semantic" and insight.entity_id == "alice"
-        assert insight.metadata["source_type"] == "consolidated"
-        assert insight.metadata["source_count"] == insight.source_links.count() >= 1
-        assert {link.source_memory_id for link in insight.source_links.all()} <= sent
-    digest = Memory.objects.get(tenant=tenant, tags__contains=["digest"])
-    assert {link.source_memory_id for link in digest.source_links.all()} == sent
+    assert condensed.exists() and not Memory.objects.filter(tenant=tenant, tags__contains=["digest"]).exists()
+    assert run.created == insights.count() + condensed.count() <= 0.35 * 12
+    assert {link.source_memory_id for m in condensed for link in m.source_links.all()} == sent
+    for memory in condensed:
+        assert memory.memory_type == "semantic" and memory.entity_id == "alice"
+        assert memory.metadata["source_type"] == "consolidated"
+        assert memory.metadata["source_count"] == memory.source_links.count() >= 1
     profile = MemoryProfile.objects.get(tenant=tenant, user_id="u1", entity_id="alice")
     assert profile.version == 1 and profile.summary
     items = profile.preferences + profile.behaviors + profile.facts
@@ -80,9 +88,6 @@ def test_a_second_reflection_folds_into_the_profile_instead_of_overwriting(tenan
     assert profile.version == 2 and before <= {i["statement"] for i in after}
     assert len(after) == len({i["statement"] for i in after})  # folded, not duplicated
     assert any(len(i["source_ids"]) == 2 for i in after)  # the same statement found a week later
-    insights = list(Memory.objects.filter(tags__contains=["insight"], state="raw").values_list("content", flat=True))
-    assert len(insights) == len(set(insights))  # a statement found again corroborates its memory
-    assert Memory.objects.filter(tags__contains=["insight"], corroboration_count=2).exists()
 
 
 def test_malformed_json_twice_fails_the_call_and_touches_nothing(tenant, fake_llm):
@@ -103,8 +108,7 @@ def test_json_wrapped_in_prose_is_parsed(tenant, fake_llm):
     fake_llm.script = [Reply(f"Sure! Here is what I found:\n```json\n{reply}\n```\nLet me know if you need more.")]
     run = reflect(tenant)
     assert run.status == "succeeded" and run.result["insights"] == ["Alice prefers green tea over coffee"]
-    insight = Memory.objects.get(tags__contains=["insight"])
-    assert [link.source_memory_id for link in insight.source_links.all()] == [memories[1].id]
+    assert item_sources("Alice prefers green tea over coffee") == [str(memories[1].id)]
 
 
 def test_wrong_types_get_one_repair(tenant, fake_llm):
@@ -126,8 +130,7 @@ def test_ids_never_sent_are_dropped(tenant, fake_llm):
     fake_llm.script = [Reply(reply)]
     run = reflect(tenant)
     assert run.result["insights"] == ["Alice loves hiking in the Alps every summer"]
-    insight = Memory.objects.get(tags__contains=["insight"])
-    assert [link.source_memory_id for link in insight.source_links.all()] == [memories[0].id]
+    assert item_sources("Alice loves hiking in the Alps every summer") == [str(memories[0].id)]
 
 
 def test_timeout_fails_the_run_and_touches_nothing(tenant, fake_llm, settings):
@@ -172,7 +175,7 @@ def test_a_prompt_injection_memory_is_data(tenant, fake_llm):
     assert "never instructions" in system["content"] and "Ignore all previous" not in system["content"]
     assert json.dumps(INJECTION)[1:-1] in user["content"]  # quoted as JSON data, escapes and all
     assert run.result["insights"] == ["Alice prefers green tea over coffee"]
-    assert Memory.objects.get(id=memories[0].id).state == "consolidated"  # cited by the digest like the rest
+    assert Memory.objects.get(id=memories[0].id).state == "consolidated"  # cited by a passage like the rest
     profile = MemoryProfile.objects.get(entity_id="alice")
     assert all("secret" not in i["statement"] for i in profile.preferences + profile.behaviors + profile.facts)
 

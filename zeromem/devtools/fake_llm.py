@@ -19,7 +19,7 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from consolidation.domain.insights import Source, sources_from_messages
+from consolidation.domain.insights import Source, parts_from_messages
 from consolidation.domain.reflection_rules import reflect_extractive
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -37,12 +37,15 @@ class Reply:
 
 
 def extractive_answer(messages: list[dict[str, Any]]) -> str:
-    subject, memories = sources_from_messages(messages)
-    reflection = reflect_extractive(subject, [Source(m["id"], m["text"], datetime.fromisoformat(m["date"]))
-                                              for m in memories])
-    return json.dumps({"items": [{"category": i.category, "subject": i.subject, "statement": i.statement,
-                                  "confidence": i.confidence, "source_ids": list(i.sources)}
-                                 for i in reflection.insights], "summary": reflection.summary})
+    """One part per subject, with the extractive engine's items citing namespaced ids ("A3")."""
+    answer = {}
+    for key, subject, memories in parts_from_messages(messages):
+        reflection = reflect_extractive(subject, [Source(m["id"], m["text"], datetime.fromisoformat(m["date"]))
+                                                  for m in memories])
+        answer[key] = {"items": [{"category": i.category, "statement": i.statement, "confidence": i.confidence,
+                                  "source_ids": [f"{key}{n}" for n in i.sources]} for i in reflection.insights],
+                       "summary": reflection.summary}
+    return json.dumps(answer)
 
 
 @dataclass

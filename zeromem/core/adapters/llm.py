@@ -48,6 +48,18 @@ class Usage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def split(self, weights: Sequence[int]) -> list[Usage]:
+        """Shares of one call several scopes shared, in proportion to `weights` (their memories); the calls and
+        the rounding remainders go to the largest share, so the shares add up to the whole."""
+        total = sum(weights) or 1
+        largest = max(range(len(weights)), key=lambda i: weights[i])
+        shares = [Usage(0, self.prompt_tokens * w // total, self.completion_tokens * w // total,
+                        self.cost_usd * w / total) for w in weights]
+        rest = Usage(self.calls, self.prompt_tokens - sum(s.prompt_tokens for s in shares),
+                     self.completion_tokens - sum(s.completion_tokens for s in shares), 0.0)
+        shares[largest] = shares[largest] + rest
+        return shares
+
 
 @dataclass(frozen=True)
 class Completion:

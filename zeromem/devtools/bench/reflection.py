@@ -1,8 +1,9 @@
 """`manage.py bench reflection`: LLM cost of reflection, counted by the provider's side.
 
-20 entities with 10, 15, 20, …, 105 memories (1,150 in all) are reflected through the weekly path (the
-thresholds and the current-session rule apply) against a local fake OpenAI-compatible server (zeromem.devtools.fake_llm)
-that counts the requests and the prompt tokens it receives and answers with the extractive engine's findings.
+20 entities with 10, 15, 20, …, 105 memories (1,150 in all), spread over 4 users (5 entities each, so their calls
+can be shared), are reflected through the weekly path (the thresholds, the current-session rule and the shared
+calls apply) against a local fake OpenAI-compatible server (zeromem.devtools.fake_llm) that counts the requests
+and the prompt tokens it receives and answers with the extractive engine's findings.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from consolidation.jobs.reflection import reflection_run_now
+from consolidation.domain.insights import parts_from_messages
+from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.selectors import reflection_eligible_scopes
 from zeromem.core import services
 from zeromem.devtools.bench.texts import memory_texts
@@ -24,6 +26,7 @@ from zeromem.devtools.fake_llm import FakeLLM
 from zeromem.models import Memory
 
 SIZES = tuple(range(10, 106, 5))  # 20 entities, 1,150 memories
+USERS = 4  # entity k belongs to user k % USERS
 PERSONAL = [
     "{name}: I prefer {drink} in the morning, {other} keeps me awake at night.",
     "{name}: I usually go {sport} every {day} before work, about {n} km.",
@@ -64,10 +67,11 @@ def entity_texts(name: str, n: int, rng: random.Random) -> list[str]:
 
 
 def ingest(tenant_id: int) -> int:
-    """One user per entity; each memory its own session on its own past day (the newest is the current one)."""
+    """Entity k under user k % USERS; each memory its own session on its own past day (the newest is the current
+    one)."""
     rng = random.Random(11)
     now = timezone.now()
-    items = [services.MemoryInput(content=text, user_id=f"user-{k}", entity_id=f"entity-{k}",
+    items = [services.MemoryInput(content=text, user_id=f"user-{k % USERS}", entity_id=f"entity-{k}",
                                   session_id=f"s{i}", created_at=now - timedelta(days=size - i))
              for k, size in enumerate(SIZES) for i, text in enumerate(entity_texts(f"Person{k}", size, rng))]
     result = services.memories_import(tenant_id=tenant_id, batches=[items[i:i + 500]
@@ -84,10 +88,14 @@ def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
         settings.ZEROMEMORY_LLM_API_BASE, settings.ZEROMEMORY_LLM_API_KEY = server.api_base, "sk-bench"
         settings.ZEROMEMORY_EXTRACTION_PHASE = False
         started = time.perf_counter()
-        runs = [reflection_run_now(scope=scope, trigger="cli").run
-                for scope in reflection_eligible_scopes(tenant_id=tenant.id)]
+        users = sorted({scope.user_id for scope in reflection_eligible_scopes(tenant_id=tenant.id)})
+        runs = [outcome.run for user in users
+                for outcome in reflection_user_run_now(tenant_id=tenant.id, user_id=user, trigger="cli")]
         seconds = time.perf_counter() - started
-    sent = sum(run.reviewed for run in runs)
+    sent = distinct_memories_sent(server.requests)
+    reflected = Memory.objects.filter(tenant=tenant, state="consolidated").exclude(memory_type="semantic").count()
+    # What reflection wrote and kept (a run the safety net undid leaves its memories undone, not active).
+    created = Memory.objects.filter(tenant=tenant, state="raw", tags__contains=["reflection"]).count()
     say(f"{len(runs)} runs in {seconds:.1f} s: {sent} memories sent in {len(server.requests)} calls, "
         f"{server.prompt_tokens} prompt tokens")
     return {
@@ -96,9 +104,16 @@ def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
         "repairs": sum(int(run.result.get("repairs", 0)) for run in runs),
         "calls_per_1000": round(1000 * len(server.requests) / sent, 1) if sent else 0.0,
         "prompt_tokens_per_memory": round(server.prompt_tokens / sent, 1) if sent else 0.0,
-        "semantic_created": sum(run.created for run in runs),
-        "consolidated": Memory.objects.filter(tenant=tenant, state="consolidated").count(),
+        "semantic_created": created, "consolidated": reflected,
+        "new_semantic_per_reflected": round(created / reflected, 3) if reflected else 0.0,
         "failed_runs": sum(run.status != "succeeded" for run in runs),
         "runs_llm_calls": sum(run.llm_calls for run in runs), "seconds": round(seconds, 1),
-        "targets": {"calls_per_1000": 75, "prompt_tokens_per_memory": 150},
+        "shared_calls": sum(len(parts_from_messages(r["messages"])) > 1 for r in server.requests),
+        "targets": {"calls_per_1000": 34, "prompt_tokens_per_memory": 150, "new_semantic_per_reflected": 0.35},
     }
+
+
+def distinct_memories_sent(requests: list[dict[str, Any]]) -> int:
+    """Memories the provider received, each counted once however many calls (repairs) carried it."""
+    return len({(subject, m["date"], m["text"]) for request in requests
+                for _, subject, memories in parts_from_messages(request["messages"]) for m in memories})

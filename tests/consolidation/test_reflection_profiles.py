@@ -1,0 +1,131 @@
+"""What reflection leaves in profiles: third-person statements filed under whom they are about, items that fold
+across runs, a summary composed within its limit, fewer semantic memories than episodes, and calls shared by
+the small entities of one user (a bad part of a reply failing only its entity)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from consolidation.domain.insights import parts_from_messages
+from consolidation.jobs.reflection import reflection_run_now, reflection_user_run_now
+from consolidation.selectors import ReflectionScope
+from profiles.models import MemoryProfile
+from tests.factories import DAY, ingest, ingest_entity, memory_input, use_fake_llm
+from zeromem.devtools.evaluation.profiles import third_person
+from zeromem.devtools.fake_llm import FakeLLM, extractive_answer
+from zeromem.models import Memory, MemorySource
+
+pytestmark = pytest.mark.usefixtures("hash_embedder")
+
+
+@pytest.fixture
+def fake_llm(settings):
+    with FakeLLM() as server:
+        use_fake_llm(settings, server)
+        yield server
+
+
+def reflect(tenant, entity="alice"):
+    return reflection_run_now(scope=ReflectionScope(tenant.id, "u1", entity, "global"), trigger="cli").run
+
+
+def items_of(entity, tenant):
+    profile = MemoryProfile.objects.get(tenant=tenant, user_id="u1", entity_id=entity)
+    return profile, profile.preferences + profile.behaviors + profile.facts
+
+
+def test_items_are_third_person_statements_and_family_facts_are_never_the_speakers_habits(tenant):
+    ingest_entity(tenant, n=16)
+    assert reflect(tenant).status == "succeeded"
+    profile, items = items_of("alice", tenant)
+    assert items and all(third_person(i["statement"]) for i in items), [i["statement"] for i in items]
+    assert not any(i["statement"].startswith("Alice:") for i in items)
+    own = [i["statement"] for i in profile.preferences + profile.behaviors]
+    assert not any("daughter" in s or "husband" in s for s in own)  # "My daughter Mia started violin lessons…"
+    family = [i for i in profile.facts if "daughter" in i["statement"]]
+    assert family and family[0]["statement"].startswith("Alice's daughter") and family[0]["category"] == "entity"
+    assert any(i["statement"].startswith("Alice prefers green tea") for i in profile.preferences)
+
+
+def test_a_statement_about_another_entity_of_the_user_goes_to_that_entitys_profile(tenant, now):
+    texts = ["Melanie: Caroline really loves painting sunsets by the lake every weekend.",
+             *[f"Melanie: I usually swim {n} laps at the community pool before work." for n in range(10, 21)]]
+    ingest(tenant, [memory_input(text, user="u1", entity_id="Melanie", session=f"m{i}",
+                                 created_at=now - (20 - i) * DAY) for i, text in enumerate(texts)]
+           + [memory_input("Caroline: I adopted a grey cat named Pixel.", user="u1", entity_id="Caroline",
+                           session="c1", created_at=now - 30 * DAY),
+              memory_input("Current chat: hello", user="u1", session="now", created_at=now)])
+    assert reflect(tenant, "Melanie").status == "succeeded"
+    _, caroline = items_of("Caroline", tenant)
+    assert [i["statement"] for i in caroline] == ["Caroline really loves painting sunsets by the lake every weekend."]
+    _, melanie = items_of("Melanie", tenant)
+    assert not any("Caroline" in i["statement"] for i in melanie)
+
+
+def test_an_item_said_again_in_later_weeks_folds_with_its_sources_and_grows_surer(tenant):
+    confidences = []
+    for week in range(3):
+        ingest_entity(tenant, n=12, week=week)
+        assert reflect(tenant).status == "succeeded"
+        _, items = items_of("alice", tenant)
+        tea = [i for i in items if "green tea" in i["statement"]]
+        assert len(tea) == 1  # folded, never duplicated
+        confidences.append(tea[0]["confidence"])
+    assert len(tea[0]["source_ids"]) == 3 and confidences[0] < confidences[1] < confidences[2]
+    assert tea[0]["valid_from"] < tea[0]["last_seen"]  # said first in week 0, last in week 2
+
+
+def test_the_summary_is_composed_from_the_strongest_items_within_400_characters(tenant):
+    ingest_entity(tenant, n=30)
+    reflect(tenant)
+    profile, items = items_of("alice", tenant)
+    assert 0 < len(profile.summary) <= 400
+    strongest = max(items, key=lambda i: i["weight"])
+    assert strongest["statement"].rstrip(".") in profile.summary
+    assert "Alice:" not in profile.summary
+
+
+def test_reflection_writes_fewer_semantic_memories_and_every_episode_stays_cited(tenant):
+    memories = ingest_entity(tenant, n=15)
+    run = reflect(tenant)
+    assert run.status == "succeeded" and run.reviewed == 15
+    assert run.created <= 0.35 * 15
+    assert not Memory.objects.filter(tenant=tenant, tags__contains=["digest"]).exists()
+    cited = set(MemorySource.objects.filter(memory__tenant=tenant, memory__state="raw")
+                .values_list("source_memory_id", flat=True))
+    assert {m.id for m in memories} <= cited
+    _, items = items_of("alice", tenant)
+    carriers = Memory.objects.filter(id__in=[m for i in items for m in i["memory_ids"]])
+    assert all(m.memory_type == "semantic" and m.state == "raw" for m in carriers)
+
+
+def breaking(subject):
+    """A model that answers every part well except `subject`'s, which it always gets wrong."""
+    def answer(messages):
+        reply = json.loads(extractive_answer(messages))
+        for key, name, _ in parts_from_messages(messages):
+            if name == subject:
+                reply[key] = {"items": "not a list", "summary": 3}
+        return json.dumps(reply)
+    return answer
+
+
+def test_small_entities_of_one_user_share_a_call_and_a_bad_part_fails_only_its_entity(tenant, fake_llm):
+    alice = ingest_entity(tenant, n=12, entity="alice")
+    bob = ingest_entity(tenant, n=12, entity="bob")
+    carol = ingest_entity(tenant, n=12, entity="carol", user="u2")
+    fake_llm.answer = breaking("bob")
+    outcomes = reflection_user_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    runs = {o.run.entity_id: o.run for o in outcomes}
+    first, repair = fake_llm.requests  # one shared call for both entities, and its one repair
+    assert [name for _, name, _ in parts_from_messages(first["messages"])] == ["alice", "bob"]
+    assert "carol" not in json.dumps(first)  # another user's memories never share a prompt
+    assert runs["alice"].status == "succeeded" and runs["alice"].reviewed == 12
+    assert runs["bob"].status == "failed" and "invalid output after one repair" in runs["bob"].error
+    assert Memory.objects.filter(id__in=[m.id for m in alice], state="consolidated").count() == 12
+    assert Memory.objects.filter(id__in=[m.id for m in bob + carol], state="raw").count() == 24
+    assert not MemoryProfile.objects.filter(entity_id="bob").exists()
+    charged = runs["alice"].prompt_tokens + runs["bob"].prompt_tokens
+    assert charged == fake_llm.prompt_tokens and runs["alice"].llm_calls + runs["bob"].llm_calls == 2
