@@ -290,6 +290,9 @@ ZEROMEMORY_REFLECTION_MAX_CALLS = env_int("ZEROMEMORY_REFLECTION_MAX_CALLS", 10,
 ZEROMEMORY_REFLECTION_SHARED_CALL = env_int("ZEROMEMORY_REFLECTION_SHARED_CALL", 40, minimum=1, maximum=400)
 ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONFIDENCE", 0.6, minimum=0.0,
                                                  maximum=1.0)
+# GET /profile: an item first said (valid_from, else first_seen) within this many days is "recent", an older one
+# "static".
+ZEROMEMORY_PROFILE_RECENT_DAYS = env_int("ZEROMEMORY_PROFILE_RECENT_DAYS", 30, minimum=1, maximum=36_500)
 # The reflect endpoint waits this long for its run before answering 202 with the run id.
 ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
 # With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.

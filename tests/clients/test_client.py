@@ -33,6 +33,7 @@ from zeromem_client import (
     ZeromemError,
 )
 
+from profiles.models import MemoryProfile
 from tests.factories import ALICE
 from zeromem.api.routes import api as ninja_api
 from zeromem.core import services
@@ -212,6 +213,30 @@ def test_reflect_then_profile_and_context_use_it(client, eager):
     assert items and all(item.statement and item.source_ids for item in items)
     context = client.context("What does Alice drink?", user_id="u1", entity_id="alice")
     assert context.profile is not None and context.profile.version == 1
+
+
+def test_profile_with_a_budget_answers_the_strongest_items_that_fit_split_into_static_and_recent(client, tenant):
+    def item(statement: str, confidence: float, first_seen: datetime, **newer: Any) -> dict[str, Any]:
+        return {"category": "domain_fact", "statement": statement, "confidence": confidence, "source_ids": [],
+                "memory_ids": [], "first_seen": first_seen.isoformat(), "last_seen": days_ago(1).isoformat(), **newer}
+
+    moved = days_ago(400)
+    MemoryProfile.objects.create(tenant=tenant, user_id="u1", entity_id="alice", summary="A data engineer.", facts=[
+        item("Alice moved to Lisbon in 2021.", 0.6, days_ago(1), weight=0.95, valid_from=moved.isoformat()),
+        item("Alice's daughter Mia started violin lessons.", 0.8, days_ago(3)),
+        item("Alice enjoys painting watercolours of old lighthouses on quiet weekends.", 0.7, days_ago(60))])
+
+    profile = client.profile(user_id="u1", entity_id="alice", budget_chars=100)
+
+    assert profile is not None and profile.budget_chars == 100 and profile.summary == "A data engineer."
+    assert [i.statement for i in profile.static] == ["Alice moved to Lisbon in 2021."]
+    assert [i.statement for i in profile.recent] == ["Alice's daughter Mia started violin lessons."]
+    assert profile.static[0].weight == 0.95 and profile.static[0].valid_from == moved
+    everything = client.profile(user_id="u1", entity_id="alice")
+    assert everything is not None and everything.budget_chars is None
+    assert len(everything.static) == 2 and len(everything.recent) == 1 and len(everything.facts) == 3
+    with pytest.raises(ValidationError):
+        client.profile(user_id="u1", entity_id="alice", budget_chars=99)
 
 
 def test_reflect_answers_the_pending_run_when_no_worker_takes_it(client, settings):
@@ -419,7 +444,7 @@ def test_the_async_client_has_the_same_calls(live_server, secret, eager):
             assert [m.id async for m in client.list(user_id="u1", page_size=1)] == [memory_id]
             assert (await client.update(memory_id, "I prefer jasmine tea.")).content == "I prefer jasmine tea."
             assert (await client.feedback(memory_id, True)).reward_score == pytest.approx(0.2)
-            assert await client.profile(user_id="u1") is None
+            assert await client.profile(user_id="u1", budget_chars=500) is None
             ended = await client.end_session("s1", user_id="u1")
             assert ended.queued and (await client.run(ended.run_ids[0])).kind == "clustering"
             assert [r.run_id async for r in client.runs(user_id="u1")] == ended.run_ids

@@ -95,6 +95,20 @@ def test_context_sends_as_of_and_include_history_only_when_set(sleeps):
                                 "as_of": "2025-03-01T00:00:00Z", "include_history": True}]
 
 
+def test_profile_sends_budget_chars_only_when_set_and_reads_an_older_servers_answer(sleeps):
+    older = {"user_id": "u1", "entity_id": None, "namespace": "global", "summary": "s", "version": 1,
+             "updated_at": "2025-03-01T00:00:00Z", "facts": [{"category": "entity", "statement": "x"}]}
+    server = Recorder(httpx.Response(200, json=older))
+    client = client_for(server, sleeps)
+    profile = client.profile(user_id="u1")
+    client.profile(user_id="u1", budget_chars=500)
+    assert [dict(r.url.params) for r in server.requests] == [{"user_id": "u1", "namespace": "global"},
+                                                             {"user_id": "u1", "namespace": "global",
+                                                              "budget_chars": "500"}]
+    assert profile is not None and profile.static == [] and profile.recent == [] and profile.budget_chars is None
+    assert profile.facts[0].weight is None and profile.facts[0].valid_from is None
+
+
 def test_list_sends_only_set_filters_and_follows_the_cursor(sleeps):
     memory = {"id": "m1", "user_id": "u1", "memory_type": "episodic", "state": "raw", "content": "x",
               "created_at": "2025-03-01T00:00:00Z"}

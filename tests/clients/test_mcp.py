@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from mcp.types import CallToolResult
 from zeromem_client.mcp_server import TOOL_NAMES
 
 from consolidation.jobs.clustering import clustering_run_now
+from profiles.models import MemoryProfile
 from tests.factories import ingest_clusterable, ingest_one
 from zeromem.core import services
 from zeromem.models import Memory
@@ -86,7 +88,10 @@ def server(request: Any, env: dict[str, str]) -> Callable[[], Client]:
 
 
 def stdio(env: dict[str, str], **extra: str) -> Client:
-    return Client(StdioServerParameters(command=SERVER[0], args=SERVER[1:], env={**env, **extra}))
+    # The SDK starts the server with a minimal environment: PYTHONPATH goes along, so that it runs the client under
+    # test (a checkout's) and not whichever one the interpreter has installed.
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return Client(StdioServerParameters(command=SERVER[0], args=SERVER[1:], env={**inherited, **env, **extra}))
 
 
 def run(client: Client, body: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -169,6 +174,26 @@ def test_why_names_the_sources_of_a_semantic_memory_and_the_run_that_merged_them
     runs = {r["run_id"]: r for r in why["runs"]}
     assert runs[run_id]["kind"] == "clustering" and runs[run_id]["status"] == "succeeded"
     assert runs[run_id]["canaries"]["recall_after"] >= runs[run_id]["canaries"]["recall_before"] - 0.05
+
+
+def test_get_profile_answers_the_strongest_items_within_the_budget_as_static_and_recent(
+        env: dict[str, str], tenant: Any, now: datetime) -> None:
+    def item(statement: str, confidence: float, days: int) -> dict[str, Any]:
+        seen = (now - timedelta(days=days)).isoformat()
+        return {"category": "domain_fact", "statement": statement, "confidence": confidence, "source_ids": [],
+                "memory_ids": [], "first_seen": seen, "last_seen": seen}
+
+    MemoryProfile.objects.create(tenant=tenant, user_id="u1", entity_id="alice", facts=[
+        item(NOTES[0], 0.9, 100), item(NOTES[1], 0.8, 2), item(NOTES[2] + " " + NOTES[2], 0.7, 2)])
+
+    async def body(client: Client) -> dict[str, Any]:
+        return answer(await client.call_tool("get_profile", {"user_id": "u1", "entity_id": "alice",
+                                                             "budget_chars": 100}))
+
+    profile = run(stdio(env), body)
+    assert [i["statement"] for i in profile["static"]] == [NOTES[0]]
+    assert [i["statement"] for i in profile["recent"]] == [NOTES[1]]
+    assert profile["budget_chars"] == 100 and len(profile["facts"]) == 3
 
 
 def test_with_a_fixed_user_no_tool_takes_a_user_and_other_users_are_out_of_reach(

@@ -12,6 +12,7 @@ from zeromem.core.domain.text import (
     STOP_WORDS,
     drop_speaker,
     letter_words,
+    normalised_sentence,
     plain_words,
     same_statement,
     split_speaker,
@@ -118,3 +119,14 @@ def test_different_facts_are_not_the_same_statement():
 def test_texts_without_stems_are_the_same_statement_only_when_equal():
     assert same_statement("  It is so. ", "it is so.")
     assert not same_statement("It is.", "It was.")
+
+
+def test_a_sentence_with_another_case_spacing_end_or_speaker_normalises_to_the_same():
+    same = {normalised_sentence(s) for s in ("Alice drinks green tea.", "alice  drinks\ngreen tea",
+                                             "Alice: Alice drinks green tea!", " ALICE DRINKS GREEN TEA… ")}
+    assert same == {"alice drinks green tea"}
+
+
+def test_normalising_keeps_the_words_and_the_inner_punctuation():
+    assert normalised_sentence("Redis hit 512 MB, again.") == "redis hit 512 mb, again"
+    assert normalised_sentence("Alice drinks tea.") != normalised_sentence("Alice drinks coffee.")

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja import Path, Query, Router, Status
 from ninja.security import HttpBearer
 
@@ -27,7 +28,7 @@ from consolidation.selectors import (
     runs_page,
 )
 from consolidation.triggers import reflection_request, session_end
-from profiles.selectors import context_build, profile_get
+from profiles.selectors import context_build, profile_get, profile_view
 from zeromem.api.errors import ApiError, BadRequest, Conflict, ErrorShapedApi, NotFound
 from zeromem.api.schemas import (
     ContextIn,
@@ -266,21 +267,32 @@ def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: Fe
 # --- profiles and context ------------------------------------------------------------------------------------
 
 @router.get("/profile", response={200: ProfileOut, **errors(404)}, summary="Read a profile")
-def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> Any:
+def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> dict[str, Any]:
     """What reflection learnt about a user and entity (omit entity_id for the user-wide profile): preferences,
-    behaviors, facts and a summary. 404 until a reflection has written one."""
+    behaviors, facts and a summary. 404 until a reflection has written one.
+
+    `static` and `recent` hold the items strongest first (weight, else confidence), split by when each was first
+    said: within the last ZEROMEMORY_PROFILE_RECENT_DAYS (30) days is recent. With `budget_chars`, the summary and
+    then the strongest items that fit, each whole, never past the budget (the summary is "" when it does not
+    fit); preferences, behaviors and facts stay whole."""
     scope = key_scope(request)
     profile = profile_get(tenant_id=scope.tenant_id, user_id=scope.named_user(filters.user_id),
                           entity_id=filters.entity_id, namespace=filters.namespace)
     if profile is None:
         raise NotFound("no profile for this user/entity yet")
-    return profile
+    view = profile_view(profile=profile, budget_chars=filters.budget_chars, now=timezone.now())
+    return {"user_id": profile.user_id, "entity_id": profile.entity_id or None, "namespace": profile.namespace,
+            "preferences": profile.preferences, "behaviors": profile.behaviors, "facts": profile.facts,
+            "summary": view.summary, "static": view.static, "recent": view.recent,
+            "budget_chars": filters.budget_chars, "version": profile.version, "updated_at": profile.updated_at}
 
 
 @router.post("/context", response={200: ContextOut, **errors(*BODY)}, summary="Build the context for a prompt")
 def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
     """What an agent injects into its prompt: the profile's summary and items (most confident first, at most half
-    the budget), then the best search results in rank order, each taken whole, never past `budget_chars`.
+    the budget), then the best search results in rank order, each taken whole, never past `budget_chars`. No
+    sentence appears twice: an item the summary already says is left out, and a memory shows only its sentences
+    not said above (one with none left is left out, of `memories` too).
 
     `as_of` builds it from what was true at that time (as POST /search), without the profile (today's knowledge);
     `include_history` adds superseded and consolidated memories, a superseded one's line saying since when it no

@@ -383,6 +383,10 @@ class ProfileQuery(Strict):
     user_id: str = name("The user.")
     entity_id: str | None = optional_name("The entity; omit for the user-wide profile.")
     namespace: str = Field("global", description="The namespace.")
+    budget_chars: int | None = Field(None, ge=100, le=50_000,
+                                     description="The most characters the summary, `static` and `recent` may take "
+                                                 "together, 100–50,000 (each counted with a line break); omit for "
+                                                 "every item.")
 
 
 class ProfileOut(Schema):
@@ -390,16 +394,21 @@ class ProfileOut(Schema):
     entity_id: str | None = Field(description="The entity; null for the user-wide profile.")
     namespace: str = Field(description="The namespace.")
     preferences: list[dict[str, Any]] = Field(description="Items {category, subject, statement, confidence, "
-                                                          "source_ids, memory_ids, first_seen, last_seen}.")
+                                                          "source_ids, memory_ids, first_seen, last_seen}; newer "
+                                                          "items also carry valid_from, weight and replaced_by.")
     behaviors: list[dict[str, Any]] = Field(description="Items, as preferences.")
     facts: list[dict[str, Any]] = Field(description="Items, as preferences.")
-    summary: str = Field(description="A short summary of the entity or user.")
+    summary: str = Field(description="A short summary of the entity or user; with budget_chars, \"\" when it does "
+                                     "not fit the budget.")
+    static: list[dict[str, Any]] = Field(description="The long-standing items, strongest first (weight, else "
+                                                     "confidence): first said (valid_from, else first_seen) before "
+                                                     "the last ZEROMEMORY_PROFILE_RECENT_DAYS (30) days; with "
+                                                     "budget_chars, only those that fit after the summary.")
+    recent: list[dict[str, Any]] = Field(description="The items first said within the last "
+                                                     "ZEROMEMORY_PROFILE_RECENT_DAYS days, as static.")
+    budget_chars: int | None = Field(description="The budget asked for; null when none was.")
     version: int = Field(description="Raised by one on every change.")
     updated_at: datetime = Field(description="When it last changed.")
-
-    @staticmethod
-    def resolve_entity_id(obj: Any) -> str | None:
-        return obj.entity_id or None
 
 
 class ContextIn(Strict):
@@ -432,12 +441,13 @@ class ContextMemoryOut(LabelledOut):
 
 class ContextOut(Schema):
     context: str = Field(description="The text to inject into the prompt: the profile's lines, then the memories' "
-                                     "lines, never past the budget.")
+                                     "lines, never past the budget and never saying a sentence twice.")
     chars: int = Field(description="The length of `context`.")
     budget_chars: int = Field(description="The budget asked for.")
     profile: dict[str, Any] | None = Field(description="{entity_id, version, summary, items} of the profile used "
                                                        "(items: the ones that fit); null when there is none.")
-    memories: list[ContextMemoryOut] = Field(description="The search results that fit, in rank order.")
+    memories: list[ContextMemoryOut] = Field(description="The search results `context` holds a line of, in rank "
+                                                         "order.")
 
 
 # --- reflection and runs -------------------------------------------------------------------------------------

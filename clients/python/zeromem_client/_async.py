@@ -118,10 +118,12 @@ class AsyncZeromem:
 
     # --- profiles, reflection, sessions, runs --------------------------------------------------------------------
 
-    async def profile(self, *, user_id: str, entity_id: str | None = None,
-                      namespace: str = "global") -> Profile | None:
-        """None until a reflection has written one."""
-        return await self._send(ops.profile(user_id=user_id, entity_id=entity_id, namespace=namespace))
+    async def profile(self, *, user_id: str, entity_id: str | None = None, namespace: str = "global",
+                      budget_chars: int | None = None) -> Profile | None:
+        """None until a reflection has written one. `budget_chars`: `static` and `recent` hold only the summary
+        and the strongest items that fit."""
+        return await self._send(ops.profile(user_id=user_id, entity_id=entity_id, namespace=namespace,
+                                            budget_chars=budget_chars))
 
     async def reflect(self, *, entity_id: str | None = None, user_id: str | None = None, namespace: str = "global",
                       force: bool = False) -> ReflectResult:

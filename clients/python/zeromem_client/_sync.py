@@ -117,9 +117,12 @@ class Zeromem:
 
     # --- profiles, reflection, sessions, runs --------------------------------------------------------------------
 
-    def profile(self, *, user_id: str, entity_id: str | None = None, namespace: str = "global") -> Profile | None:
-        """None until a reflection has written one."""
-        return self._send(ops.profile(user_id=user_id, entity_id=entity_id, namespace=namespace))
+    def profile(self, *, user_id: str, entity_id: str | None = None, namespace: str = "global",
+                budget_chars: int | None = None) -> Profile | None:
+        """None until a reflection has written one. `budget_chars`: `static` and `recent` hold only the summary
+        and the strongest items that fit."""
+        return self._send(ops.profile(user_id=user_id, entity_id=entity_id, namespace=namespace,
+                                      budget_chars=budget_chars))
 
     def reflect(self, *, entity_id: str | None = None, user_id: str | None = None, namespace: str = "global",
                 force: bool = False) -> ReflectResult:

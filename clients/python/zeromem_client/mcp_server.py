@@ -206,11 +206,15 @@ class Tools:
                 "memory_ids": [m.id for m in ctx.memories],
                 "profile_version": ctx.profile.version if ctx.profile else None}
 
-    def get_profile(self, user_id: UserId, entity_id: EntityId = None,
-                    namespace: Namespace = "global") -> dict[str, Any]:
+    def get_profile(self, user_id: UserId, entity_id: EntityId = None, namespace: Namespace = "global",
+                    budget_chars: Annotated[int | None, Field(ge=100, le=50_000, description=(
+                        "At most this many characters of summary and items in `static` and `recent`, "
+                        "100-50,000; omit for every item."))] = None) -> dict[str, Any]:
         """What reflection has learnt about an entity (or, without entity_id, about the user): a summary, then
-        preferences, behaviors and facts, each with a confidence and the memory ids it rests on."""
-        profile = self.client.profile(user_id=user_id, entity_id=entity_id, namespace=namespace)
+        preferences, behaviors and facts, each with a confidence and the memory ids it rests on; `static` (long
+        held) and `recent` (first said lately) hold the strongest items, within budget_chars when given."""
+        profile = self.client.profile(user_id=user_id, entity_id=entity_id, namespace=namespace,
+                                      budget_chars=budget_chars)
         if profile is None:
             return {"profile": None, "note": "no profile yet: reflection writes one once there is enough to learn "
                                              "from (see reflect)"}

@@ -110,6 +110,12 @@ class ProfileItem(Model):
     memory_ids: list[str] = Field(default_factory=list)
     first_seen: datetime | None = None
     last_seen: datetime | None = None
+    valid_from: datetime | None = None
+    """When it was first said (newer servers; None: `first_seen` is that date)."""
+    weight: float | None = None
+    """How strongly it holds (newer servers; None: `confidence` ranks it)."""
+    replaced_by: Any = None
+    """What replaced it, as the server states it (newer servers); None while it holds."""
 
 
 class ContextProfile(Model):
@@ -140,6 +146,12 @@ class Profile(Model):
     behaviors: list[ProfileItem] = Field(default_factory=list)
     facts: list[ProfileItem] = Field(default_factory=list)
     summary: str = ""
+    """With `budget_chars`: "" when it did not fit the budget."""
+    static: list[ProfileItem] = Field(default_factory=list)
+    """The long-standing items, strongest first; with `budget_chars`, only those that fit (newer servers)."""
+    recent: list[ProfileItem] = Field(default_factory=list)
+    """The items first said within the server's recent window (30 days by default), strongest first."""
+    budget_chars: int | None = None
     version: int
     updated_at: datetime
 

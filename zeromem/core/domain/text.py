@@ -141,6 +141,13 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+def normalised_sentence(text: str) -> str:
+    """A sentence as compared for repeats: without a leading speaker, lower-cased, runs of whitespace as one space,
+    no trailing punctuation. Reflection writes a turn's sentence with and without its speaker, so "Alice: I drink
+    tea." and "i drink  tea" are the same sentence."""
+    return " ".join(drop_speaker(text.strip()).lower().split()).rstrip(" .!?;:,…")
+
+
 # --- stems ---------------------------------------------------------------------------------------------------
 
 _SUFFIX = re.compile(r"(?:'s|ing|ed|es|s|ly)$")
