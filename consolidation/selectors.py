@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Self
@@ -212,6 +213,45 @@ def _outside_current_session(rows: QuerySet[Memory]) -> QuerySet[Memory]:
     in_current = (Q(current_session__isnull=False, session_id=F("current_session"))
                   | Q(current_session__isnull=True, session_id__isnull=True, created_at__date=F("current_day")))
     return rows.exclude(Q(memory_type__in=EPISODIC_TYPES) & in_current)
+
+
+@dataclass(frozen=True)
+class PassageRow:
+    id: uuid.UUID
+    content: str
+    content_hash: str
+    vector: np.ndarray | None
+
+
+def condensed_passages_of(scope: ReflectionScope, *, window: str | None, limit: int = 200) -> list[PassageRow]:
+    """The scope's active condensed passages (reflection's) of this window, newest first: what a new passage of
+    the same topic may grow, or only cite its episodes when it already says what they said."""
+    rows = Memory.objects.filter(tenant_id=scope.tenant_id, user_id=scope.user_id, entity_id=scope.entity_id,
+                                 namespace=scope.namespace, window=window, memory_type=MemoryType.SEMANTIC,
+                                 state=MemoryState.RAW, tags__contains=["condensed"])
+    rows = rows.order_by("-created_at")
+    return [PassageRow(*values) for values in rows.values_list("id", "content", "content_hash", "embedding")[:limit]]
+
+
+def has_near_twin(*, tenant_id: int, user_id: str, vector: np.ndarray, threshold: float,
+                  excluding: Sequence[uuid.UUID]) -> bool:
+    """Whether an active memory of the user (other than `excluding`) is at least `threshold` similar (cosine) to
+    `vector`: one nearest-neighbour probe on the vector index."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT m.embedding <=> %s::vector FROM zeromem_memory m
+                WHERE m.tenant_id = %s AND m.user_id = %s AND m.state = 'raw' AND m.embedding IS NOT NULL
+                  AND NOT (m.id = ANY(%s::uuid[]))
+                ORDER BY m.embedding <=> %s::vector LIMIT 1""",
+            [str(list(map(float, vector))), tenant_id, user_id, [str(i) for i in excluding],
+             str(list(map(float, vector)))])
+        row = cursor.fetchone()
+    return row is not None and 1 - float(row[0]) >= threshold
+
+
+def memory_vectors(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, np.ndarray]:
+    """The stored vectors of these memories (a memory without one is absent)."""
+    return dict(Memory.objects.filter(id__in=memory_ids, embedding__isnull=False).values_list("id", "embedding"))
 
 
 def user_entities(*, tenant_id: int, user_id: str, namespace: str) -> list[str]:

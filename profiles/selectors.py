@@ -45,8 +45,8 @@ def profile_view(*, profile: MemoryProfile, budget_chars: int | None, now: datet
     summary = profile.summary if profile.summary and len(profile.summary) + 1 <= room else ""
     taken = _fitting(_strongest_first(_items(profile)), room - (len(summary) + 1 if summary else 0))
     since = now - timedelta(days=settings.ZEROMEMORY_PROFILE_RECENT_DAYS)
-    return ProfileView(summary=summary, static=[i for i in taken if _first_said(i) < since],
-                       recent=[i for i in taken if _first_said(i) >= since])
+    return ProfileView(summary=summary, static=[i for i in taken if first_said(i) < since],
+                       recent=[i for i in taken if first_said(i) >= since])
 
 
 def _items(profile: MemoryProfile) -> list[Item]:
@@ -54,16 +54,18 @@ def _items(profile: MemoryProfile) -> list[Item]:
 
 
 def _strongest_first(items: list[Item]) -> list[Item]:
-    return sorted(items, key=lambda i: (_strength(i), _moment(i["last_seen"])), reverse=True)
+    return sorted(items, key=lambda i: (item_weight(i), _moment(i["last_seen"])), reverse=True)
 
 
-def _strength(item: Item) -> float:
-    # Items written before weights existed carry only their confidence.
+def item_weight(item: Item) -> float:
+    """How strongly an item counts: its weight (its confidence, lowered once a newer item replaced it); items
+    written before weights existed carry only their confidence."""
     weight = item.get("weight")
     return float(item.get("confidence", 0) if weight is None else weight)
 
 
-def _first_said(item: Item) -> datetime:
+def first_said(item: Item) -> datetime:
+    """When an item was first said (items written before `valid_from` existed: when the profile learnt it)."""
     return _moment(item.get("valid_from") or item["first_seen"])
 
 
@@ -97,10 +99,11 @@ Take = Callable[[str, int], bool]  # append a line if it fits within the limit; 
 def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, query: str,
                   budget_chars: int, top_k: int = 30, as_of: datetime | None = None,
                   include_history: bool = False) -> Context:
-    """Profile summary and items (most confident first) within PROFILE_SHARE of the budget, then search results in
+    """Profile summary and items (strongest first) within PROFILE_SHARE of the budget, then search results in
     rank order; every piece is taken whole or not at all, so the text never exceeds `budget_chars`. No sentence is
-    said twice: the digest memory repeats the summary and insight memories repeat the items, so an item already
-    said is skipped and a memory shows only its sentences not yet said (none left: skipped, and not in `hits`).
+    said twice: the summary is composed from the strongest items and reflection's passages repeat what items say,
+    so an item already said is skipped and a memory shows only its sentences not yet said (none left: skipped,
+    and not in `hits`).
 
     `as_of`: the memories true at that time (see `MemoryFilter`), and no profile: a profile is today's knowledge.
     `include_history`: superseded and consolidated memories too; a superseded one's line says since when it no
@@ -171,7 +174,7 @@ def _profile_lines(profile: MemoryProfile, take: Take, said: set[str], limit: in
     if profile.summary and take(f"Summary: {profile.summary}", limit):
         said.update(_said_in(profile.summary))
     taken = []
-    for item in sorted(_items(profile), key=lambda item: -float(item.get("confidence", 0))):
+    for item in _strongest_first(_items(profile)):
         statement = {normalised_sentence(s) for s in _sentences_of(item["statement"])}
         if not statement <= said and take(f"* {item['category']}: {item['statement']}", limit):
             taken.append(item)

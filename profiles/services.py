@@ -17,6 +17,7 @@ from django.utils import timezone
 from consolidation.domain.contradictions import SUPERSEDE, Statement, judge
 from consolidation.domain.insights import SUMMARY_CHARS
 from profiles.models import MemoryProfile
+from profiles.selectors import first_said, item_weight
 from zeromem.core.domain.text import same_statement, stems
 
 MAX_ITEMS_PER_LIST = 200  # beyond this the least confident, oldest items give way
@@ -104,7 +105,7 @@ def _fold_into(existing: dict[str, Any], item: ProfileItem) -> None:
     existing["weight"] = round(confidence * (REPLACED_WEIGHT if existing.get("replaced_by") else 1.0), 3)
     existing["source_ids"] = [*existing["source_ids"], *new_sources]
     existing["memory_ids"] = list(dict.fromkeys([*existing.get("memory_ids", []), item.memory_id]))
-    existing["valid_from"] = min(said_from(existing), item.said_from.isoformat())
+    existing["valid_from"] = min(first_said(existing), item.said_from).isoformat()
     existing["last_seen"] = max(str(existing.get("last_seen", "")), item.said_last.isoformat())
 
 
@@ -114,7 +115,7 @@ def _weaken_replaced(entries: list[dict[str, Any]], item: ProfileItem) -> None:
     newer = Statement.parse(item.statement, item.said_from)
     words = stems(item.statement)
     for entry in entries:
-        said = datetime.fromisoformat(said_from(entry))
+        said = first_said(entry)
         if (entry["category"] != item.category or entry.get("replaced_by") or said >= item.said_from
                 or len(words & stems(entry["statement"])) < 2):  # parsing every pair would be too slow
             continue
@@ -123,20 +124,11 @@ def _weaken_replaced(entries: list[dict[str, Any]], item: ProfileItem) -> None:
             entry["weight"] = round(float(entry["confidence"]) * REPLACED_WEIGHT, 3)
 
 
-def said_from(item: dict[str, Any]) -> str:
-    """When an item was first said (items written before `valid_from` existed: when the profile learnt it)."""
-    return str(item.get("valid_from") or item["first_seen"])
-
-
-def item_weight(item: dict[str, Any]) -> float:
-    return float(item.get("weight", item["confidence"]))
-
-
 def summary_of(items: Sequence[dict[str, Any]]) -> tuple[str, list[str]]:
     """The strongest items' statements (not replaced ones), whole, within SUMMARY_CHARS; with their sources."""
     ranked = sorted((i for i in items if not i.get("replaced_by")),
                     key=lambda i: (item_weight(i), str(i.get("last_seen", ""))), reverse=True)
-    text, sources = "", []
+    text, sources = "", list[str]()
     for item in ranked:
         sentence = item["statement"].rstrip(" .") + "."
         if len(text) + len(sentence) + 1 <= SUMMARY_CHARS:

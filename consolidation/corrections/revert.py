@@ -4,9 +4,9 @@ The run's ledger rows are compensated newest first, each in its own transaction 
 event: a merge that created a semantic memory is unmerged; a merge into an existing semantic memory puts
 the memory's earlier fields back and gives the members back; a supersede is restored; a flagged
 contradiction is withdrawn; a reflection call retracts what it created, takes the added sources off what it
-corroborated and gives the episodes back; a profile update restores the snapshot it kept; an extraction call
-puts kinds and entities back. A row that cannot be compensated (a later change depends on it) is reported,
-never forced.
+corroborated, shrinks the passages it grew back to what they said and gives the episodes back; a profile update
+restores the snapshot it kept; an extraction call puts kinds and entities back. A row that cannot be compensated
+(a later change depends on it) is reported, never forced.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from consolidation.corrections.undo import UndoRefused, memory_restore, memory_unmerge
+from consolidation.jobs.passages import passage_shrink
 from consolidation.ledger import ledger_write, memory_transition, profile_restore_record
 from consolidation.models import LedgerEntry
 from profiles.services import profile_restore
@@ -149,6 +150,8 @@ def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
         MemorySource.objects.filter(memory_id=before["id"], source_memory_id__in=before["added_source_ids"]).delete()
         Memory.objects.filter(id=before["id"]).update(metadata=before["metadata"], confidence=before["confidence"],
                                                       corroboration_count=before["corroboration_count"])
+    for before in entry.outputs.get("grown", []):
+        passage_shrink(before)
     if episodes:
         memory_transition(tenant_id=entry.tenant_id, memory_ids=episodes, operation="unmerge", actor=actor,
                           reason=reason)

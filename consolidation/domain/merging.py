@@ -18,8 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+import numpy as np
+
 from zeromem.core.domain.entities import extract_entities
-from zeromem.core.domain.text import NUMBER, QUERY_STOP_WORDS, STOP_WORDS, stems, word_set, words
+from zeromem.core.domain.text import (
+    NUMBER,
+    QUERY_STOP_WORDS,
+    STOP_WORDS,
+    starts_with_digit,
+    stems,
+    word_set,
+    words,
+)
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 
@@ -213,19 +223,22 @@ def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> li
     return found
 
 
-def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float) -> bool:
+def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:
+    """`kept` already says what `candidate` says: the same speaker, most words and every value in common; with
+    `lossless`, every content word too ("allergic to gluten" is not "allergic to sesame")."""
     if candidate.speaker != kept.speaker or not candidate.words:
         return False
     overlap = len(candidate.words & kept.words) / len(candidate.words | kept.words)
-    return overlap >= threshold and candidate.values <= kept.values
+    return (overlap >= threshold and candidate.values <= kept.values
+            and not (lossless and candidate.words - kept.words))
 
 
-def _collapse(found: list[_Sentence], threshold: float) -> list[_Sentence]:
+def _collapse(found: list[_Sentence], threshold: float, lossless: bool) -> list[_Sentence]:
     """Most complete first (longest; most recent member on a tie), then drop what a kept one already says."""
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
     kept: list[_Sentence] = []
     for sentence in ranked:
-        if not any(_redundant(sentence, other, threshold) for other in kept):
+        if not any(_redundant(sentence, other, threshold, lossless) for other in kept):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
@@ -253,11 +266,11 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
 
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
-                  common_names: frozenset[str] = frozenset()) -> list[Chunk]:
+                  common_names: frozenset[str] = frozenset(), lossless: bool = False) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
     the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
-    they say nothing (lower-cased)."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy)
+    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
@@ -271,19 +284,105 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     return chunks
 
 
-def topic_order(texts: Sequence[str]) -> list[int]:
-    """Indexes of `texts` reordered so that each is followed by the remaining one sharing most of its content
-    words: a batch packed in this order gives passages that are each about one thing (the allergies together,
-    the incidents of one service together), which search finds better than a stretch of mixed talk. Quadratic
-    in the batch (at most a reflection batch of ~15), never over a user's memories."""
-    words = [stems(split_speaker(text)[1]) for text in texts]
-    order, remaining = [0], list(range(1, len(texts))) if texts else []
+TOPIC_SIMILARITY = 0.3  # cosine of two texts' vectors (word overlap without one) at which they share a topic
+FOLD_SIMILARITY = 0.3
+TOPIC_SHARED_WORDS = 2
+
+
+def topic_similarity(texts: Sequence[str], vectors: Sequence[np.ndarray | None]) -> np.ndarray:
+    """Pairwise: the cosine of the texts' vectors, or where one has none, the overlap of their content words.
+    Texts sharing fewer than TOPIC_SHARED_WORDS content words are not one topic whatever their vectors say (two
+    short first-person chat lines look alike to an embedder); between different speakers it is halved (one
+    speaker's account reads as one passage; a statement inside someone else's report is lost to search)."""
+    speakers, bodies = zip(*(split_speaker(text) for text in texts), strict=True) if texts else ((), ())
+    content = [frozenset(w for w in stems(body) if not starts_with_digit(w)) for body in bodies]
+    similarity = np.array([[_jaccard(a, b) for b in content] for a in content], dtype=np.float32).reshape(
+        len(texts), len(texts))
+    known = [i for i, v in enumerate(vectors) if v is not None]
+    if known:
+        unit = np.array([vectors[i] for i in known], dtype=np.float32)
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-9)
+        similarity[np.ix_(known, known)] = unit @ unit.T
+    related = np.array([[len(a & b) >= TOPIC_SHARED_WORDS for b in content] for a in content],
+                       dtype=bool).reshape(similarity.shape)
+    same_speaker = np.array([[a == b for b in speakers] for a in speakers], dtype=bool).reshape(similarity.shape)
+    return np.where(related, np.where(same_speaker, similarity, similarity / 2), 0.0)
+
+
+def topic_groups(similarity: np.ndarray, *, threshold: float = TOPIC_SIMILARITY) -> list[list[int]]:
+    """Indexes in groups about one thing: a group takes the remaining index most similar to all of its members
+    (the least similar pair counts, so a chain cannot drift from allergies to lunches to meetings) while that is
+    at least `threshold`. Packed group by group, a batch gives passages that are each about one topic, which search
+    finds far better than a stretch of mixed talk. Quadratic in the batch (a reflection batch of ~15), never over
+    a user's memories."""
+    groups: list[list[int]] = []
+    remaining = list(range(len(similarity)))
     while remaining:
-        last = words[order[-1]]
-        nearest = max(remaining, key=lambda i: (len(last & words[i]) / (len(last | words[i]) or 1), -i))
-        order.append(nearest)
-        remaining.remove(nearest)
-    return order if texts else []
+        group = [remaining.pop(0)]
+        while remaining:
+            nearest = max(remaining, key=lambda i: (min(similarity[m][i] for m in group), -i))
+            if min(similarity[m][nearest] for m in group) < threshold:
+                break
+            group.append(nearest)
+            remaining.remove(nearest)
+        groups.append(group)
+    return groups
+
+
+def fold_into(texts: Sequence[str], similarity: np.ndarray, targets: Sequence[str], *, limit: int,
+              threshold: float = FOLD_SIMILARITY) -> tuple[list[int], list[str]]:
+    """For each new text, the passage it ends up in: the most similar earlier one of its topic (`similarity`:
+    texts × (targets + texts)) — a target, or one opened by an earlier text — appended to while the result stays
+    within `limit`; else a passage of its own, opened at index len(targets) + its own index. Returns those indexes
+    and every passage's final text ("" for one never opened). A topic's passage then fills up across texts and
+    reflection calls instead of each adding a small one."""
+    grown = [*targets, *([""] * len(texts))]
+    homes: list[int] = []
+    for index, text in enumerate(texts):
+        open_ = [i for i in range(len(targets) + index) if grown[i]]
+        fitting = [i for i in open_ if similarity[index][i] >= threshold and len(_appended(grown[i], text)) <= limit]
+        home = max(fitting, key=lambda i: (similarity[index][i], -i), default=len(targets) + index)
+        grown[home] = _appended(grown[home], text) if grown[home] else text
+        homes.append(home)
+    return homes, grown
+
+
+def share_thin(homes: list[int], grown: list[str], *, opened_from: int, limit: int, mixable: set[int]
+               ) -> tuple[list[int], list[str]]:
+    """Newly opened passages (index `opened_from` and up) still under half the limit and `mixable` share one while
+    it has room, whatever their topic, when the same speaker says them: a passage per stray statement would fill
+    the store with fragments. (The caller keeps a statement search could confuse with a near twin elsewhere out of
+    `mixable`: inside a mixed passage it would lose to the twin.)"""
+    moved: dict[int, int] = {}
+    for thin in sorted(i for i in mixable if i >= opened_from and grown[i] and len(grown[i]) < limit // 2):
+        speaker = split_speaker(grown[thin])[0]
+        home = next((i for i in range(opened_from, thin) if i in mixable and i not in moved and grown[i]
+                     and split_speaker(grown[i])[0] == speaker
+                     and len(_appended(grown[i], grown[thin])) <= limit), None)
+        if home is not None:
+            grown[home], grown[thin], moved[thin] = _appended(grown[home], grown[thin]), "", home
+    return [moved.get(home, home) for home in homes], grown
+
+
+def _appended(target: str, text: str) -> str:
+    """`target` followed by the sentences of `text` it does not already say (a sentence whose every content word
+    one of its sentences has), without repeating the speaker label the target opens with; `target` unchanged when
+    it says them all: the text's episode is then only cited."""
+    label, body = split_speaker(text)
+    said = [_content(sentence) for sentence in sentences(split_speaker(target)[1])]
+    fresh = [s for s in sentences(body) if not any(_content(s) <= words for words in said)]
+    if not fresh:
+        return target
+    joined = " ".join(fresh)
+    return f"{target} {joined if not label or split_speaker(target)[0] == label else f'{label}: {joined}'}"
+
+
+def _content(sentence: str) -> frozenset[str]:
+    return frozenset(w for w in words(sentence) if w not in STOP_WORDS)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / (len(a | b) or 1)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -46,8 +46,8 @@ from consolidation.domain.insights import (
     plan_batches,
     repair_messages,
 )
-from consolidation.domain.merging import Member, merge_cluster, topic_order
 from consolidation.domain.reflection_rules import reflect_extractive
+from consolidation.jobs.passages import Passage, PassagePlan, passage_grow, passages_plan
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
@@ -170,12 +170,6 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class Passage:
-    text: str
-    numbers: list[int]  # short ids of the episodes it stands for
-
-
-@dataclass(frozen=True)
 class Digest:
     text: str  # the model's summary, or a fallback saying what was reviewed
 
@@ -213,7 +207,7 @@ class Plan:
     passage that already carries it (None: the item gets an insight memory of its own)."""
 
     filed: list[Filed]
-    passages: list[Passage]
+    passages: PassagePlan
     carrier: list[int | None]
     summary: str
 
@@ -226,11 +220,11 @@ def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, m
               known: Sequence[str]) -> Plan:
     kept = keep_durable(reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
     filed = file_insights(kept, subject=scope.subject, known=known, model_wrote=not llm.is_builtin(model))
-    passages = condensed_passages(batch)
-    return Plan(filed, passages, [_carrier(f, batch, passages) for f in filed], kept.summary)
+    passages = passages_plan(scope, batch.rows)
+    return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary)
 
 
-def _carrier(filed: Filed, batch: Batch, passages: Sequence[Passage]) -> int | None:
+def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
     """The passage that already says what the item says (most of its content words, a passage citing one of its
     sources first): the item then needs no memory of its own."""
     words = stems(filed.insight.statement)
@@ -244,27 +238,39 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
     """Write one successful call; returns the statements kept."""
     assert result.reflection is not None
     plan = call_plan(scope, batch, result.reflection, model=model, known=known)
-    fallback = [] if plan.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
-    drafts = call_drafts(plan.own_insights, fallback, plan.passages)
+    fallback = [] if plan.passages.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
+    drafts = call_drafts(plan.own_insights, fallback, plan.passages.new)
+    growth_vectors = embed_texts([g.text for g in plan.passages.growths])
     now = timezone.now()
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         written = [_write_draft(run, scope, batch, draft, model, now) for draft in drafts]
+        grown = [Written(memory, before=before) for memory, before in (
+            passage_grow(g, batch.picked(g.numbers), vector)
+            for g, vector in zip(plan.passages.growths, growth_vectors, strict=True))]
         created = [w.memory for w in written if w.before is None]
         search_stats_add(memory_ids=[m.id for m in created])
         _retire_inputs(run, scope, batch, now)
-        profile_updated = _merge_profiles(run, scope, batch, plan, written)
-        _ledger(run, scope, batch, plan, [w.memory for w in written], model, result, created=created,
-                corroborated=[w.before for w in written if w.before is not None])
+        profile_updated = _merge_profiles(run, scope, batch, plan, _passage_memories(plan, written, grown),
+                                          [w for w in written if w.insight is not None])
+        _ledger(run, scope, batch, plan, [w.memory for w in [*written, *grown]], model, result, created=created,
+                corroborated=[w.before for w in written if w.before is not None],
+                grown=[w.before for w in grown if w.before is not None])
         statements = [f.insight.statement for f in plan.filed]
         _charge(run, scope, result, reviewed=len(batch.rows), created=len(created), insights=statements,
                 profile_updated=profile_updated)
-        for w in written:
+        for w in [*written, *grown]:
             event_emit(event="memory.semantic.updated", tenant_id=scope.tenant_id, data={
                 **semantic_event_data(w.memory), "semantic_id": str(w.memory.id), "user_id": scope.user_id,
                 "created": w.before is None, "reflection": True,
                 "source_ids": [str(s) for s in w.memory.metadata["source_ids"]]})
     return statements
+
+
+def _passage_memories(plan: Plan, written: Sequence[Written], grown: Sequence[Written]) -> list[Memory]:
+    """The memory each condensed passage of the call ended up in: its own (written last), or the one it grew."""
+    own = written[len(written) - len(plan.passages.new):]
+    return [(grown if grows else own)[index].memory for grows, index in plan.passages.homes]
 
 
 def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, draft: Draft, model: str,
@@ -284,14 +290,14 @@ def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, dr
 
 
 def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: Plan,
-                    written: Sequence[Written]) -> bool:
+                    passages: Sequence[Memory], insights: Sequence[Written]) -> bool:
     """Merge the items into the profile of the entity each is about (the scope's own first, which also takes the
-    summary); returns whether the scope's own profile changed."""
-    passage_memory = written[len(written) - len(plan.passages):]
-    own = iter(w for w in written if w.insight is not None)
+    summary); returns whether the scope's own profile changed. An item's memory is the passage that carries it,
+    or its insight memory."""
+    own = iter(insights)
     by_entity: dict[str | None, list[ProfileItem]] = {None: []}
     for filed, carrier in zip(plan.filed, plan.carrier, strict=True):
-        memory = next(own).memory if carrier is None else passage_memory[carrier].memory
+        memory = next(own).memory if carrier is None else passages[carrier]
         by_entity.setdefault(filed.entity, []).append(_profile_item(filed.insight, batch, memory))
     changed = False
     for entity, items in by_entity.items():
@@ -310,20 +316,6 @@ def _profile_item(insight: Insight, batch: Batch, memory: Memory) -> ProfileItem
     return ProfileItem(insight.category, insight.subject, insight.statement, insight.confidence,
                        tuple(str(r.id) for r in rows), str(memory.id),
                        said_from=min(r.created_at for r in rows), said_last=max(r.created_at for r in rows))
-
-
-def condensed_passages(batch: Batch) -> list[Passage]:
-    """What the batch's episodes say, condensed the way clustering merges (redundant sentences and small talk
-    dropped, relative dates anchored), in passages of at most ZEROMEMORY_MERGED_MAX_CHARS characters, each
-    about one topic as far as the batch allows. The episodes leave search once reflected; profile items alone
-    would lose what they said, and the retrieval safety net would undo the run."""
-    episodes = [n for n, r in enumerate(batch.rows, 1) if not r.is_semantic]
-    if not episodes:
-        return []
-    numbers = [episodes[i] for i in topic_order([batch.row(n).content for n in episodes])]
-    members = [Member(r.content, r.created_at.date()) for r in batch.picked(numbers)]
-    chunks = merge_cluster(members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS)
-    return [Passage(chunk.text, [numbers[m] for m in chunk.members]) for chunk in chunks]
 
 
 def _fallback_digest(scope: ReflectionScope, batch: Batch) -> str:
@@ -400,14 +392,15 @@ def _retire_inputs(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, 
 
 
 def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: Plan, written: list[Memory],
-            model: str, result: CallResult, *, created: list[Memory], corroborated: list[dict[str, Any]]) -> None:
+            model: str, result: CallResult, *, created: list[Memory], corroborated: list[dict[str, Any]],
+            grown: list[dict[str, Any]]) -> None:
     ledger_write(
         tenant_id=scope.tenant_id, action="reflection", actor=f"run:{run.id}", run_id=run.id, user_id=scope.user_id,
         memory_ids=[r.id for r in batch.rows],
         inputs={"entity_id": scope.entity_id, "namespace": scope.namespace, "model": model,
                 "sent": [{"id": str(r.id), "content_hash": r.content_hash} for r in batch.rows]},
         outputs={"semantic_ids": [str(m.id) for m in written], "created_ids": [str(m.id) for m in created],
-                 "corroborated": corroborated,
+                 "corroborated": corroborated, "grown": grown,
                  "items": [{"category": f.insight.category, "statement": f.insight.statement,
                             "confidence": f.insight.confidence, "entity_id": f.entity or scope.entity_id,
                             "source_ids": [str(x) for x in batch.ids(f.insight.sources)]} for f in plan.filed],
@@ -528,9 +521,10 @@ def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model
 def reflection_user_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,
                             wait_seconds: float = 3600) -> list[RunOutcome]:
     """Reflect every eligible scope of one user (the thresholds apply; `force` only lets the runs read the
-    current session too), one run each, one after the other. With an LLM, the scopes share calls (up to ZEROMEMORY_REFLECTION_SHARED_CALL memories a call, at most ZEROMEMORY_REFLECTION_BATCH of
-    one scope): the calls are made first, then each run writes its parts. One user's memories never share a
-    prompt with another user's."""
+    current session too), one run each, one after the other. With an LLM, the scopes share calls (up to
+    ZEROMEMORY_REFLECTION_SHARED_CALL memories a call, at most ZEROMEMORY_REFLECTION_BATCH of one scope): the
+    calls are made first, then each run writes its parts. One user's memories never share a prompt with another
+    user's."""
     scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)
     answered = shared_calls(tenant_id=tenant_id, scopes=scopes, force=force)
     return [reflection_run_now(scope=scope, trigger=trigger, force=force, wait_seconds=wait_seconds,

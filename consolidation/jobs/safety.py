@@ -120,7 +120,9 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
-        return self.drop > settings.ZEROMEMORY_CANARY_MAX_DROP
+        # Rounded: 1.0 - 0.95 is 0.05000000000000004 in floating point, and one canary of 20 lost is a drop of
+        # exactly 0.05, which "more than ZEROMEMORY_CANARY_MAX_DROP" allows.
+        return round(self.drop, 9) > settings.ZEROMEMORY_CANARY_MAX_DROP
 
     def as_json(self) -> dict[str, Any]:
         return {"canaries": self.canaries, "recall_before": round(self.before, 4),

@@ -10,10 +10,13 @@ from consolidation.domain.merging import (
     Member,
     anchor_dates,
     concrete_values,
+    fold_into,
     is_low_signal,
     is_uninformative,
     merge_cluster,
     sentences,
+    topic_groups,
+    topic_similarity,
 )
 from zeromem.core.domain.text import split_speaker
 
@@ -97,3 +100,52 @@ def test_an_informative_sentence_starting_with_a_filler_word_is_kept():
     assert not is_low_signal("Yeah, we moved to Boston last year.")
     assert not is_low_signal("Did you finish the Berlin marathon in 2019?")
     assert is_low_signal("Thanks, Caroline!") and is_low_signal("How are you doing?")
+
+
+# --- passages by topic (reflection) --------------------------------------------------------------------------
+
+ALLERGY = "Maya: I'm allergic to peanuts, so please keep them out of the team lunch."
+ALLERGY_2 = "Maya: I'm allergic to sesame too, so please keep it out of the team lunch."
+CLIMBING = "Maya: I go climbing at the Boulder Lab every Tuesday evening after work."
+CLIMBING_2 = "Maya: Climbing at the Boulder Lab on Tuesday evenings is my favourite part of the week."
+
+
+def no_vectors(texts):
+    return topic_similarity(texts, [None] * len(texts))
+
+
+def test_lossless_merging_keeps_statements_that_differ_by_one_word():
+    members = [Member(ALLERGY, MAY_8), Member(ALLERGY.replace("peanuts", "shellfish"), MAY_8)]
+    assert "peanuts" not in merged_text(members)  # lossy by default: one word apart counts as a paraphrase
+    lossless = " ".join(c.text for c in merge_cluster(members, limit=400, lossless=True))
+    assert "peanuts" in lossless and "shellfish" in lossless
+
+
+def test_topic_groups_put_statements_of_one_topic_together_and_never_chain_across_topics():
+    texts = [ALLERGY, CLIMBING, ALLERGY_2, CLIMBING_2]
+    assert topic_groups(no_vectors(texts), threshold=0.2) == [[0, 2], [1, 3]]
+    assert topic_groups(no_vectors(texts), threshold=0.99) == [[0], [1], [2], [3]]
+
+
+def test_statements_sharing_too_few_words_are_no_topic_whatever_the_vectors_say():
+    same = [[1.0, 0.0], [1.0, 0.0]]  # an embedder that finds every chat line alike
+    similarity = topic_similarity([ALLERGY, CLIMBING], [same[0], same[1]])
+    assert similarity[0][1] == 0.0 and similarity[0][0] == 1.0
+
+
+def test_a_passage_grows_an_earlier_one_of_its_topic_and_opens_its_own_otherwise():
+    targets = [ALLERGY]
+    texts = [ALLERGY_2, CLIMBING, CLIMBING_2]
+    similarity = no_vectors([*targets, *texts])[len(targets):]
+    homes, grown = fold_into(texts, similarity, targets, limit=350, threshold=0.2)
+    assert homes == [0, 2, 2]  # sesame joins the allergy passage; the climbing ones open one together
+    assert grown[0] == ALLERGY + " I'm allergic to sesame too, so please keep it out of the team lunch."
+    assert grown[2].startswith(CLIMBING) and "favourite part" in grown[2] and grown[1] == ""
+
+
+def test_a_passage_that_already_says_it_only_cites_and_none_grows_past_the_limit():
+    homes, grown = fold_into([ALLERGY], no_vectors([ALLERGY, ALLERGY])[1:], [ALLERGY], limit=len(ALLERGY))
+    assert homes == [0] and grown == [ALLERGY, ""]  # said already: cited, nothing appended
+    homes, grown = fold_into([ALLERGY_2], no_vectors([ALLERGY, ALLERGY_2])[1:], [ALLERGY], limit=100,
+                             threshold=0.2)
+    assert homes == [1] and grown == [ALLERGY, ALLERGY_2]  # no room: a passage of its own

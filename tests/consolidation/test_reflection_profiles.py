@@ -9,7 +9,9 @@ import json
 import pytest
 
 from consolidation.domain.insights import parts_from_messages
+from consolidation.corrections.revert import run_revert
 from consolidation.jobs.reflection import reflection_run_now, reflection_user_run_now
+from consolidation.models import LedgerEntry
 from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
 from tests.factories import DAY, ingest, ingest_entity, memory_input, use_fake_llm
@@ -129,3 +131,30 @@ def test_small_entities_of_one_user_share_a_call_and_a_bad_part_fails_only_its_e
     assert not MemoryProfile.objects.filter(entity_id="bob").exists()
     charged = runs["alice"].prompt_tokens + runs["bob"].prompt_tokens
     assert charged == fake_llm.prompt_tokens and runs["alice"].llm_calls + runs["bob"].llm_calls == 2
+
+
+def passages_now(tenant):
+    return {m.id: (m.content, m.metadata["source_count"], set(m.source_links.values_list("source_memory_id",
+                                                                                        flat=True)))
+            for m in Memory.objects.filter(tenant=tenant, state="raw", tags__contains=["condensed"])}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_week_grows_or_cites_the_passages_of_its_topics_and_an_undo_shrinks_them_back(tenant):
+    ingest_entity(tenant, n=12)
+    first = reflect(tenant)
+    before = passages_now(tenant)
+    later = ingest_entity(tenant, n=12, week=1)  # the same statements again, a week later
+    second = reflect(tenant)
+    assert second.status == "succeeded" and second.created < first.created
+    after = passages_now(tenant)
+    cited = set().union(*(links for _, _, links in after.values()))
+    assert {m.id for m in later} <= cited  # every episode of the later week is cited
+    grown = [i for i in before if after[i][1] > before[i][1]]
+    assert grown and all(after[i][0].startswith(before[i][0]) for i in grown)  # appended to, never rewritten
+    entry = LedgerEntry.objects.get(run=second, action="reflection")
+    assert {g["id"] for g in entry.outputs["grown"]} == {str(i) for i in grown}
+    run_revert(run_id=second.id, actor="test", reason="undo the later week")
+    assert passages_now(tenant) == before
+    assert Memory.objects.filter(id__in=[m.id for m in later], state="raw").count() == 12
+    assert all(m.embedding is not None for m in Memory.objects.filter(id__in=grown))  # re-embedded after commit

@@ -7,7 +7,7 @@ import pytest
 
 from consolidation.domain.merging import Chunk
 from consolidation.jobs import clustering as clustering_jobs
-from consolidation.jobs import reflection as reflection_jobs
+from consolidation.jobs import passages
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import Canary, LedgerEntry
@@ -162,7 +162,7 @@ def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, mo
     ingest_entity(tenant, n=12, now=now)
     alice_neighbours(tenant, now)
     before = world(tenant)
-    monkeypatch.setattr(reflection_jobs, "condensed_passages", lambda batch: [])  # summary and insights only
+    monkeypatch.setattr(passages, "condensed_passages", lambda rows, vectors: [])  # profile items and insights only
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "failed" and run.error.startswith("retrieval safety net")
     memories, links, relations = world(tenant)
@@ -184,6 +184,14 @@ def test_the_same_reflection_with_condensed_passages_passes_the_net(tenant, now)
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "succeeded" and not run.result["canaries"]["failed"]
     assert Memory.objects.filter(tenant=tenant, tags__contains=["condensed"], state="raw").exists()
+
+
+@pytest.mark.parametrize(("after", "failed"), [(0.95, False), (0.9499, True), (0.9, True), (1.0, False)])
+def test_a_drop_of_exactly_the_maximum_passes_whatever_floating_point_says(settings, after, failed):
+    from consolidation.jobs.safety import Verdict
+
+    settings.ZEROMEMORY_CANARY_MAX_DROP = 0.05
+    assert Verdict(canaries=20, before=1.0, after=after, worse=[]).failed is failed  # 1.0 - 0.95 > 0.05 in floats
 
 
 @pytest.mark.parametrize("consolidated,sampled", [(0, 0), (3, 0), (4, 4), (12, 12), (500, 20)])

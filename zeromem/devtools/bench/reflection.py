@@ -106,6 +106,7 @@ def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
         "prompt_tokens_per_memory": round(server.prompt_tokens / sent, 1) if sent else 0.0,
         "semantic_created": created, "consolidated": reflected,
         "new_semantic_per_reflected": round(created / reflected, 3) if reflected else 0.0,
+        **written_by_reflection(tenant.id),
         "failed_runs": sum(run.status != "succeeded" for run in runs),
         "runs_llm_calls": sum(run.llm_calls for run in runs), "seconds": round(seconds, 1),
         "shared_calls": sum(len(parts_from_messages(r["messages"])) > 1 for r in server.requests),
@@ -117,3 +118,12 @@ def distinct_memories_sent(requests: list[dict[str, Any]]) -> int:
     """Memories the provider received, each counted once however many calls (repairs) carried it."""
     return len({(subject, m["date"], m["text"]) for request in requests
                 for _, subject, memories in parts_from_messages(request["messages"]) for m in memories})
+
+
+def written_by_reflection(tenant_id: int) -> dict[str, Any]:
+    """What the kept semantic memories are: condensed passages (how full, how many episodes each) and insights."""
+    kept = Memory.objects.filter(tenant_id=tenant_id, state="raw", tags__contains=["reflection"])
+    passages = list(kept.filter(tags__contains=["condensed"]).values_list("content", "metadata__source_count"))
+    return {"passages": len(passages), "insight_memories": kept.filter(tags__contains=["insight"]).count(),
+            "passage_chars_mean": round(sum(len(c) for c, _ in passages) / len(passages)) if passages else 0,
+            "episodes_per_passage": round(sum(n for _, n in passages) / len(passages), 2) if passages else 0.0}
