@@ -249,6 +249,25 @@ def has_near_twin(*, tenant_id: int, user_id: str, vector: np.ndarray, threshold
     return row is not None and 1 - float(row[0]) >= threshold
 
 
+def memories_near(scope: ReflectionScope, *, vector: Sequence[float], threshold: float, excluding: Sequence[uuid.UUID],
+                  limit: int = 5) -> list[tuple[str, str]]:
+    """(id, text) of the scope's episodes, active or consolidated, at least `threshold` similar (cosine) to
+    `vector`, nearest first: one probe on the vector index."""
+    entity = "m.entity_id = %s" if scope.entity_id else "m.entity_id IS NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT m.id, m.content FROM zeromem_memory m
+                 WHERE m.tenant_id = %s AND m.user_id = %s AND m.namespace = %s AND {entity}
+                   AND m.state IN ('raw', 'consolidated') AND m.memory_type <> 'semantic'
+                   AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
+                   AND m.embedding <=> %s::vector <= %s
+                 ORDER BY m.embedding <=> %s::vector LIMIT %s""",
+            [scope.tenant_id, scope.user_id, scope.namespace, *([scope.entity_id] if scope.entity_id else []),
+             [str(i) for i in excluding], str(list(map(float, vector))), 1 - threshold,
+             str(list(map(float, vector))), limit])
+        return [(str(i), text) for i, text in cursor.fetchall()]
+
+
 def memory_vectors(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, np.ndarray]:
     """The stored vectors of these memories (a memory without one is absent)."""
     return dict(Memory.objects.filter(id__in=memory_ids, embedding__isnull=False).values_list("id", "embedding"))

@@ -314,6 +314,7 @@ class Filed:
 
     insight: Insight
     entity: str | None
+    support: tuple[str, ...] = ()  # ids of memories outside the call's batch that say the same
 
 
 def file_insights(reflection: Reflection, *, subject: str, known: Collection[str], model_wrote: bool
@@ -335,3 +336,15 @@ def file_insights(reflection: Reflection, *, subject: str, known: Collection[str
         about = found.about if found.own else f"{found.about}'s {found.relation}"
         filed.append(Filed(replace(insight, category=category, subject=about, statement=found.statement), entity))
     return filed
+
+
+SUPPORT_SHARED_WORDS = 2  # content words (the subject's name aside) an item and a memory supporting it share
+
+
+def supported_by(filed: Filed, candidates: Sequence[tuple[str, str]]) -> Filed:
+    """The item citing also the memories (id, text) that say the same in other words — found near it by meaning
+    among the subject's memories — when they share SUPPORT_SHARED_WORDS content words with it. (An LLM cites every
+    supporting id of its batch; the extractive engine finds one sentence; neither sees earlier weeks.)"""
+    words = stems(filed.insight.statement, stems(filed.insight.subject))
+    support = tuple(i for i, text in candidates if len(words & stems(text)) >= SUPPORT_SHARED_WORDS)
+    return replace(filed, support=tuple(dict.fromkeys(filed.support + support)))

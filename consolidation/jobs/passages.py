@@ -35,7 +35,6 @@ from consolidation.selectors import (
     ReflectionScope,
     condensed_passages_of,
     has_near_twin,
-    memory_vectors,
 )
 from zeromem.core.adapters.embeddings import Vector
 from zeromem.core.domain.entities import extract_entities
@@ -96,10 +95,11 @@ def _mean(vectors: Sequence[np.ndarray | None]) -> np.ndarray | None:
     return np.mean(np.array(vectors, dtype=np.float32), axis=0)
 
 
-def passages_plan(scope: ReflectionScope, rows: Sequence[MemoryRow]) -> PassagePlan:
+def passages_plan(scope: ReflectionScope, rows: Sequence[MemoryRow],
+                  vectors: Mapping[uuid.UUID, np.ndarray]) -> PassagePlan:
     """What the call's passages become: growths of the scope's earlier passages of their topic, or new ones (a
-    topic's condensed passages of this call sharing one while it has room)."""
-    passages = condensed_passages(rows, memory_vectors([r.id for r in rows]))
+    topic's condensed passages of this call sharing one while it has room). `vectors`: the rows', by id."""
+    passages = condensed_passages(rows, vectors)
     limit = settings.ZEROMEMORY_MERGED_MAX_CHARS
     targets = condensed_passages_of(scope, window=rows[0].window) if passages else []
     similarity = topic_similarity([*(t.content for t in targets), *(p.text for p in passages)],

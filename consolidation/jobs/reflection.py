@@ -45,6 +45,7 @@ from consolidation.domain.insights import (
     part_keys,
     plan_batches,
     repair_messages,
+    supported_by,
 )
 from consolidation.domain.reflection_rules import reflect_extractive
 from consolidation.jobs.passages import Passage, PassagePlan, passage_grow, passages_plan
@@ -55,6 +56,8 @@ from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run
 from consolidation.selectors import (
     MemoryRow,
     ReflectionScope,
+    memories_near,
+    memory_vectors,
     reflection_candidates,
     reflection_eligible_scopes,
     user_entities,
@@ -71,6 +74,7 @@ from zeromem.core.services import content_hash, llm_usage_add, search_stats_add
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
 
 EXTRACTIVE = "builtin:extractive"
+SUPPORT_SIMILARITY = 0.6  # cosine at which an earlier memory of the subject may support an item (and shares words)
 Progress = Callable[[int, int], None]  # (calls done, calls planned)
 
 
@@ -220,7 +224,11 @@ def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, m
               known: Sequence[str]) -> Plan:
     kept = keep_durable(reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
     filed = file_insights(kept, subject=scope.subject, known=known, model_wrote=not llm.is_builtin(model))
-    passages = passages_plan(scope, batch.rows)
+    filed = [supported_by(f, memories_near(scope, vector=v, threshold=SUPPORT_SIMILARITY,
+                                           excluding=[r.id for r in batch.rows]))
+             if v is not None else f for f, v in zip(filed, embed_texts([f.insight.statement for f in filed]),
+                                                     strict=True)]
+    passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]))
     return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary)
 
 
@@ -298,7 +306,7 @@ def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch,
     by_entity: dict[str | None, list[ProfileItem]] = {None: []}
     for filed, carrier in zip(plan.filed, plan.carrier, strict=True):
         memory = next(own).memory if carrier is None else passages[carrier]
-        by_entity.setdefault(filed.entity, []).append(_profile_item(filed.insight, batch, memory))
+        by_entity.setdefault(filed.entity, []).append(_profile_item(filed.insight, filed.support, batch, memory))
     changed = False
     for entity, items in by_entity.items():
         change = profile_merge(
@@ -311,10 +319,10 @@ def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch,
     return changed
 
 
-def _profile_item(insight: Insight, batch: Batch, memory: Memory) -> ProfileItem:
+def _profile_item(insight: Insight, support: Sequence[str], batch: Batch, memory: Memory) -> ProfileItem:
     rows = batch.picked(insight.sources)
     return ProfileItem(insight.category, insight.subject, insight.statement, insight.confidence,
-                       tuple(str(r.id) for r in rows), str(memory.id),
+                       tuple(dict.fromkeys([*(str(r.id) for r in rows), *support])), str(memory.id),
                        said_from=min(r.created_at for r in rows), said_last=max(r.created_at for r in rows))
 
 

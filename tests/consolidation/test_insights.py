@@ -214,3 +214,13 @@ def test_extractive_engine_corroborates_and_ignores_small_talk():
 def test_extractive_engine_finds_nothing_in_nothing():
     reflection = reflect_extractive("Maya", [Source(1, "Maya: ok, thanks!", T0)])
     assert reflection.insights == ()
+
+
+def test_an_item_also_cites_memories_that_say_it_in_other_words_but_not_ones_that_only_feel_alike():
+    from consolidation.domain.insights import Filed, Insight, supported_by
+
+    item = Filed(Insight("preference", "Caroline", "Caroline loves creating art.", 0.75, (1,)), None)
+    near = [("m1", "Caroline: It inspires me to keep making art, too."),  # shares "art": not enough alone
+            ("m2", "Caroline: Creating art is what I love most these days."),
+            ("m3", "Caroline: I love my kids.")]
+    assert supported_by(item, near).support == ("m2",)

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from consolidation.domain.insights import parts_from_messages
 from consolidation.corrections.revert import run_revert
+from consolidation.domain.insights import parts_from_messages
 from consolidation.jobs.reflection import reflection_run_now, reflection_user_run_now
 from consolidation.models import LedgerEntry
 from consolidation.selectors import ReflectionScope
