@@ -284,8 +284,8 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     return chunks
 
 
-TOPIC_SIMILARITY = 0.3  # cosine of two texts' vectors (word overlap without one) at which they share a topic
-FOLD_SIMILARITY = 0.3
+TOPIC_SIMILARITY = 0.2  # cosine of two texts' vectors (word overlap without one) at which they share a topic
+FOLD_SIMILARITY = 0.2
 TOPIC_SHARED_WORDS = 2
 
 
@@ -349,14 +349,14 @@ def fold_into(texts: Sequence[str], similarity: np.ndarray, targets: Sequence[st
 
 def share_thin(homes: list[int], grown: list[str], *, opened_from: int, limit: int, mixable: set[int]
                ) -> tuple[list[int], list[str]]:
-    """Newly opened passages (index `opened_from` and up) still under half the limit and `mixable` share one while
-    it has room, whatever their topic, when the same speaker says them: a passage per stray statement would fill
-    the store with fragments. (The caller keeps a statement search could confuse with a near twin elsewhere out of
-    `mixable`: inside a mixed passage it would lose to the twin.)"""
+    """A newly opened passage (index `opened_from` and up) still under half the limit moves into another opened
+    one that has room, whatever their topic, when the same speaker says both and both are `mixable`: a passage per
+    stray statement would fill the store with fragments. (The caller keeps a statement search could confuse with
+    a near twin elsewhere out of `mixable`: inside a mixed passage it would lose to the twin.)"""
     moved: dict[int, int] = {}
     for thin in sorted(i for i in mixable if i >= opened_from and grown[i] and len(grown[i]) < limit // 2):
         speaker = split_speaker(grown[thin])[0]
-        home = next((i for i in range(opened_from, thin) if i in mixable and i not in moved and grown[i]
+        home = next((i for i in sorted(mixable) if opened_from <= i < thin and i not in moved and grown[i]
                      and split_speaker(grown[i])[0] == speaker
                      and len(_appended(grown[i], grown[thin])) <= limit), None)
         if home is not None:

@@ -44,7 +44,7 @@ from zeromem.models import Memory, MemorySource, MemoryState
 
 # A statement this similar to another memory of the user keeps a passage of its own topic: mixed with other
 # statements, search would rank the twin above it.
-TWIN_SIMILARITY = 0.8
+TWIN_SIMILARITY = 0.85
 SNAPSHOT = ["content", "entities", "metadata", "importance", "corroboration_count", "valid_from"]
 
 
@@ -105,9 +105,9 @@ def passages_plan(scope: ReflectionScope, rows: Sequence[MemoryRow],
     similarity = topic_similarity([*(t.content for t in targets), *(p.text for p in passages)],
                                   [*(t.vector for t in targets), *(p.vector for p in passages)])[len(targets):]
     homes, texts = fold_into([p.text for p in passages], similarity, [t.content for t in targets], limit=limit)
-    thin = {h for h in homes if h >= len(targets) and len(texts[h]) < limit // 2}
     homes, texts = share_thin(homes, texts, opened_from=len(targets), limit=limit,
-                              mixable={h for h in thin if not _has_twin(scope, rows, passages[h - len(targets)])})
+                              mixable={h for h in set(homes) if h >= len(targets)
+                                       and not _has_twin(scope, rows, passages[h - len(targets)])})
     gained = {home: [n for p, h in zip(passages, homes, strict=True) if h == home for n in p.numbers]
               for home in homes}
     grown, opened = sorted(h for h in gained if h < len(targets)), sorted(h for h in gained if h >= len(targets))

@@ -108,6 +108,7 @@ def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
         "new_semantic_per_reflected": round(created / reflected, 3) if reflected else 0.0,
         **written_by_reflection(tenant.id),
         "failed_runs": sum(run.status != "succeeded" for run in runs),
+        "canaries_failed_runs": sum(bool(run.result.get("canaries", {}).get("failed")) for run in runs),
         "runs_llm_calls": sum(run.llm_calls for run in runs), "seconds": round(seconds, 1),
         "shared_calls": sum(len(parts_from_messages(r["messages"])) > 1 for r in server.requests),
         "targets": {"calls_per_1000": 34, "prompt_tokens_per_memory": 150, "new_semantic_per_reflected": 0.35},
