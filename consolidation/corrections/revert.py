@@ -141,6 +141,9 @@ def _contradiction(entry: LedgerEntry, actor: str, reason: str) -> None:
 def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
     created = _ids(entry.outputs.get("created_ids", []))
     sent = _ids([s["id"] for s in entry.inputs["sent"]])
+    later = MemorySource.objects.filter(memory_id__in=created).exclude(source_memory_id__in=sent)
+    if later.exists():  # a later call grew a passage this one wrote, or cited its episodes from it
+        raise UndoRefused("a later reflection call added to a passage this call wrote; undo that one first")
     types = dict(Memory.objects.filter(id__in=sent).values_list("id", "memory_type"))
     episodes = [m for m in sent if m in types and types[m] != MemoryType.SEMANTIC]
     memory_transition(tenant_id=entry.tenant_id, memory_ids=created, operation="retract", actor=actor,

@@ -131,7 +131,12 @@ class Part:
 
 
 def part_keys(n: int) -> list[str]:
-    return [chr(ord("A") + i) if i < 26 else f"S{i}" for i in range(n)]
+    """A, B, …, Z, AA, AB, …: letters only, so "AB3" reads as key AB, memory 3."""
+    return [_letters(i) for i in range(n)]
+
+
+def _letters(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else _letters(i // 26 - 1) + chr(ord("A") + i % 26)
 
 
 SUMMARY_CHARS = 400
@@ -170,7 +175,7 @@ def parts_from_messages(messages: Sequence[dict[str, Any]]) -> list[tuple[str, s
     subjects = json.loads(subjects_line.removeprefix("Subjects: "))
     memories = json.loads(memories_line.removeprefix("Memories: "))
     return [(key, subject, [{**m, "id": int(m["id"][len(key):])} for m in memories
-                            if re.fullmatch(rf"{key}\d+", m["id"])])
+                            if re.fullmatch(rf"{re.escape(key)}\d+", m["id"])])
             for key, subject in subjects.items()]
 
 
@@ -303,7 +308,7 @@ def _clean_summary(summary: str) -> str:
         return "" if _INSTRUCTION.search(summary) else summary
     cut = summary[:SUMMARY_CHARS]
     end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
-    return cut[:end + 1] if end > 0 else cut.rsplit(" ", 1)[0] + "…"
+    return cut[:end + 1] if end > 0 else cut[:-1].rsplit(" ", 1)[0] + "…"
 
 
 # --- filing items under the entity they are about ------------------------------------------------------------
@@ -331,7 +336,7 @@ def file_insights(reflection: Reflection, *, subject: str, known: Collection[str
         found = attribute(body, speaker=speaker, known=list(others.values()), pronoun_means_speaker=model_wrote)
         if found is None or not is_third_person(found.statement):
             continue
-        entity = others.get(found.about.lower()) if found.about.lower() != speaker.lower() else None
+        entity = others.get(found.about.lower())  # a known other entity, even when it is the one speaking
         category = insight.category if found.own else "entity"
         about = found.about if found.own else f"{found.about}'s {found.relation}"
         filed.append(Filed(replace(insight, category=category, subject=about, statement=found.statement), entity))

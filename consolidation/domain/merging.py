@@ -289,23 +289,30 @@ FOLD_SIMILARITY = 0.2
 TOPIC_SHARED_WORDS = 2
 
 
-def topic_similarity(texts: Sequence[str], vectors: Sequence[np.ndarray | None]) -> np.ndarray:
-    """Pairwise: the cosine of the texts' vectors, or where one has none, the overlap of their content words.
-    Texts sharing fewer than TOPIC_SHARED_WORDS content words are not one topic whatever their vectors say (two
-    short first-person chat lines look alike to an embedder); between different speakers it is halved (one
-    speaker's account reads as one passage; a statement inside someone else's report is lost to search)."""
+def topic_similarity(texts: Sequence[str], vectors: Sequence[np.ndarray | None], *, first_row: int = 0
+                     ) -> np.ndarray:
+    """Pairwise, for the texts from `first_row` on against all of them: the cosine of the texts' vectors, or where
+    one has none, the overlap of their content words. Texts sharing fewer than TOPIC_SHARED_WORDS content words are
+    not one topic whatever their vectors say (two short first-person chat lines look alike to an embedder); between
+    different speakers it is halved (one speaker's account reads as one passage; a statement inside someone else's
+    report is lost to search)."""
     speakers, bodies = zip(*(split_speaker(text) for text in texts), strict=True) if texts else ((), ())
     content = [frozenset(w for w in stems(body) if not starts_with_digit(w)) for body in bodies]
-    similarity = np.array([[_jaccard(a, b) for b in content] for a in content], dtype=np.float32).reshape(
-        len(texts), len(texts))
-    known = [i for i, v in enumerate(vectors) if v is not None]
+    rows = range(first_row, len(texts))
+    shape = (len(rows), len(texts))
+    similarity = np.array([[_jaccard(content[a], b) for b in content] for a in rows], dtype=np.float32).reshape(shape)
+    known = [(i, v) for i, v in enumerate(vectors) if v is not None]
     if known:
-        unit = np.array([vectors[i] for i in known], dtype=np.float32)
-        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-9)
-        similarity[np.ix_(known, known)] = unit @ unit.T
-    related = np.array([[len(a & b) >= TOPIC_SHARED_WORDS for b in content] for a in content],
-                       dtype=bool).reshape(similarity.shape)
-    same_speaker = np.array([[a == b for b in speakers] for a in speakers], dtype=bool).reshape(similarity.shape)
+        unit = np.zeros((len(texts), len(known[0][1])), dtype=np.float32)
+        for i, vector in known:
+            unit[i] = np.asarray(vector, dtype=np.float32) / max(float(np.linalg.norm(vector)), 1e-9)
+        has = np.zeros(len(texts), dtype=bool)
+        has[[i for i, _ in known]] = True
+        both = np.outer(has[first_row:], has)
+        similarity = np.where(both, unit[first_row:] @ unit.T, similarity)
+    related = np.array([[len(content[a] & b) >= TOPIC_SHARED_WORDS for b in content] for a in rows],
+                       dtype=bool).reshape(shape)
+    same_speaker = np.array([[speakers[a] == b for b in speakers] for a in rows], dtype=bool).reshape(shape)
     return np.where(related, np.where(same_speaker, similarity, similarity / 2), 0.0)
 
 

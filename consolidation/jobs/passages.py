@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -86,7 +86,17 @@ def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np
                                limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, lossless=True)
         passages += [Passage(chunk.text, [number[members[m].id] for m in chunk.members],
                              _mean([vectors.get(members[m].id) for m in chunk.members])) for chunk in chunks]
-    return passages
+    return _all_cited(passages, [number[r.id] for r in episodes])
+
+
+def _all_cited(passages: list[Passage], episodes: Sequence[int]) -> list[Passage]:
+    """A topic that said nothing worth a passage ("Haha, thanks!") still has its episodes cited: by the first
+    passage (no passage at all: the caller writes a digest citing the whole batch)."""
+    cited = {n for p in passages for n in p.numbers}
+    stray = [n for n in episodes if n not in cited]
+    if not passages or not stray:
+        return passages
+    return [replace(passages[0], numbers=[*passages[0].numbers, *stray]), *passages[1:]]
 
 
 def _mean(vectors: Sequence[np.ndarray | None]) -> np.ndarray | None:
@@ -103,7 +113,8 @@ def passages_plan(scope: ReflectionScope, rows: Sequence[MemoryRow],
     limit = settings.ZEROMEMORY_MERGED_MAX_CHARS
     targets = condensed_passages_of(scope, window=rows[0].window) if passages else []
     similarity = topic_similarity([*(t.content for t in targets), *(p.text for p in passages)],
-                                  [*(t.vector for t in targets), *(p.vector for p in passages)])[len(targets):]
+                                  [*(t.vector for t in targets), *(p.vector for p in passages)],
+                                  first_row=len(targets))
     homes, texts = fold_into([p.text for p in passages], similarity, [t.content for t in targets], limit=limit)
     homes, texts = share_thin(homes, texts, opened_from=len(targets), limit=limit,
                               mixable={h for h in set(homes) if h >= len(targets)
@@ -132,7 +143,7 @@ def passage_grow(growth: Growth, rows: Sequence[MemoryRow], vector: Vector | Non
     if memory is None:
         raise TransitionRefused("a passage this call grows changed meanwhile; nothing of this call was written")
     before = {"id": str(memory.id), "added_source_ids": [str(r.id) for r in rows],
-              **semantic_snapshot(memory, SNAPSHOT)}
+              "content_hash_after": content_hash(growth.text), **semantic_snapshot(memory, SNAPSHOT)}
     ids = list(dict.fromkeys([*memory.metadata.get("source_ids", []), *(str(r.id) for r in rows)]))
     search_stats_remove(memory_ids=[memory.id])
     memory.content, memory.content_hash, memory.embedding = growth.text, content_hash(growth.text), vector
@@ -145,13 +156,21 @@ def passage_grow(growth: Growth, rows: Sequence[MemoryRow], vector: Vector | Non
                                "corroboration_count", "importance", "valid_from", "updated_at"])
     search_stats_add(memory_ids=[memory.id])
     MemorySource.objects.bulk_create([MemorySource(memory=memory, source_id=r.id, source_memory_id=r.id,
-                                                   source_content_hash=r.content_hash) for r in rows])
+                                                   source_content_hash=r.content_hash) for r in rows],
+                                     ignore_conflicts=True)
     return memory, before
 
 
 def passage_shrink(before: dict[str, Any]) -> None:
-    """Undo a growth: the passage's text, fields and links as they were; its vector is recomputed after commit."""
+    """Undo a growth: the passage's text, fields and links as they were; its vector is recomputed after commit.
+    Refused (TransitionRefused) when a later call grew the passage again or cited more episodes from it: undo
+    that one first."""
     memory_id = uuid.UUID(before["id"])
+    memory = Memory.objects.select_for_update().filter(id=memory_id, state=MemoryState.RAW).first()
+    expected = {*before["metadata"].get("source_ids", []), *before["added_source_ids"]}
+    if memory is None or memory.content_hash != before["content_hash_after"] or \
+            set(memory.metadata.get("source_ids", [])) != expected:
+        raise TransitionRefused(f"passage {memory_id} changed after this call grew it; undo the later change first")
     MemorySource.objects.filter(memory_id=memory_id, source_memory_id__in=before["added_source_ids"]).delete()
     search_stats_remove(memory_ids=[memory_id])
     Memory.objects.filter(id=memory_id).update(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -107,9 +107,10 @@ def budget_refusal(tenant: Tenant, model: str) -> str:
 @dataclass(frozen=True)
 class CallResult:
     reflection: Reflection | None  # None: the call failed and writes nothing
-    usage: llm.Usage
+    usage: llm.Usage  # this part's share of the call
     repairs: int = 0
     error: str = ""
+    tenant_charged: bool = False  # a shared call is charged to the tenant as it returns, whatever its runs do
 
 
 def reflect_call(model: str, parts: Sequence[Part]) -> list[CallResult]:
@@ -404,7 +405,8 @@ def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: P
             grown: list[dict[str, Any]]) -> None:
     ledger_write(
         tenant_id=scope.tenant_id, action="reflection", actor=f"run:{run.id}", run_id=run.id, user_id=scope.user_id,
-        memory_ids=[r.id for r in batch.rows],
+        # What it wrote too: an erasure scrubs the text the rows hold (a grown passage's earlier text) by these.
+        memory_ids=[*(r.id for r in batch.rows), *(m.id for m in written)],
         inputs={"entity_id": scope.entity_id, "namespace": scope.namespace, "model": model,
                 "sent": [{"id": str(r.id), "content_hash": r.content_hash} for r in batch.rows]},
         outputs={"semantic_ids": [str(m.id) for m in written], "created_ids": [str(m.id) for m in created],
@@ -434,7 +436,8 @@ def _charge(run: ConsolidationRun, scope: ReflectionScope, result: CallResult, *
                  repairs=current.get("repairs", 0) + result.repairs,
                  failed_calls=current.get("failed_calls", 0) + (result.reflection is None),
                  errors=[*current.get("errors", []), *([result.error] if result.error else [])][-20:])
-    llm_usage_add(tenant_id=scope.tenant_id, purpose="reflection", usage=usage)
+    if not result.tenant_charged:
+        llm_usage_add(tenant_id=scope.tenant_id, purpose="reflection", usage=usage)
 
 
 def _record_failed_call(run: ConsolidationRun, worker: str, scope: ReflectionScope, result: CallResult) -> None:
@@ -471,7 +474,9 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     scope = scope_of(run)
     model = reflection_model(tenant)
     ConsolidationRun.objects.filter(pk=run.id).update(model=model)
-    refusal = budget_refusal(tenant, model)
+    if answered is not None and not _still_unreflected(answered):
+        answered = None  # another run wrote while this one waited: plan afresh
+    refusal = budget_refusal(tenant, model) if answered is None else ""  # shared calls are paid already
     if refusal:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.SKIPPED, error=refusal)
     batches = plan_reflection(scope, force=force) if answered is None else [batch for batch, _ in answered]
@@ -495,6 +500,13 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     if failure:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=failure)
     return _finish(run, worker)
+
+
+def _still_unreflected(answered: Answered) -> bool:
+    """Whether every memory the shared calls were made for is still waiting for reflection."""
+    rows = [r for batch, _ in answered for r in batch.rows]
+    pending = Memory.objects.filter(id__in=[r.id for r in rows], state=MemoryState.RAW, reflected_at__isnull=True)
+    return pending.count() == len(rows)
 
 
 def _own_calls(model: str, scope: ReflectionScope, batches: list[Batch]) -> list[CallResult | Exception]:
@@ -557,8 +569,11 @@ def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool
 
     def call(pieces: list[tuple[int, Batch]]) -> list[CallResult]:
         keys = part_keys(len(pieces))
-        return reflect_call(model, [Part(key, scopes[s].subject, tuple(batch.sources))
-                                    for key, (s, batch) in zip(keys, pieces, strict=True)])
+        results = reflect_call(model, [Part(key, scopes[s].subject, tuple(batch.sources))
+                                       for key, (s, batch) in zip(keys, pieces, strict=True)])
+        # Paid now, even if a run never writes its part (joined, skipped, replanned): the tenant's usage is true.
+        llm_usage_add(tenant_id=tenant_id, purpose="reflection", usage=sum((r.usage for r in results), llm.Usage()))
+        return [replace(r, tenant_charged=True) for r in results]
 
     answered: dict[ReflectionScope, Answered] = {scope: [] for scope in scopes}
     for pieces, results in zip(calls, llm.map_bounded(call, calls), strict=True):

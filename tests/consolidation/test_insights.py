@@ -224,3 +224,21 @@ def test_an_item_also_cites_memories_that_say_it_in_other_words_but_not_ones_tha
             ("m2", "Caroline: Creating art is what I love most these days."),
             ("m3", "Caroline: I love my kids.")]
     assert supported_by(item, near).support == ("m2",)
+
+
+def test_keys_past_z_stay_letters_and_their_ids_map_back():
+    from consolidation.domain.insights import part_keys
+
+    keys = part_keys(28)
+    assert keys[:2] == ["A", "B"] and keys[25:] == ["Z", "AA", "AB"]
+    reply = json.dumps({"AB": {"items": [item("preference", "Maya prefers window seats on long flights", ["AB1"])],
+                               "summary": ""}})
+    assert parse_parts(reply, ["A", "AB"])["AB"].insights[0].sources == (1,)
+
+
+def test_a_statement_another_known_entity_makes_about_themself_goes_to_that_entity():
+    from consolidation.domain.insights import Insight, file_insights
+
+    said = Reflection((Insight("preference", "", "Melanie: I really love horses.", 0.8, (1,)),), "")
+    [filed] = file_insights(said, subject="Caroline", known=["Caroline", "Melanie"], model_wrote=False)
+    assert filed.entity == "Melanie" and filed.insight.statement == "Melanie really loves horses."

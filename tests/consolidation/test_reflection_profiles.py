@@ -14,7 +14,7 @@ from consolidation.jobs.reflection import reflection_run_now, reflection_user_ru
 from consolidation.models import LedgerEntry
 from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
-from tests.factories import DAY, ingest, ingest_entity, memory_input, use_fake_llm
+from tests.factories import ALICE, DAY, ingest, ingest_entity, memory_input, use_fake_llm
 from zeromem.devtools.evaluation.profiles import third_person
 from zeromem.devtools.fake_llm import FakeLLM, extractive_answer
 from zeromem.models import Memory, MemorySource
@@ -158,3 +158,24 @@ def test_a_later_week_grows_or_cites_the_passages_of_its_topics_and_an_undo_shri
     assert passages_now(tenant) == before
     assert Memory.objects.filter(id__in=[m.id for m in later], state="raw").count() == 12
     assert all(m.embedding is not None for m in Memory.objects.filter(id__in=grown))  # re-embedded after commit
+
+
+def test_small_talk_that_makes_no_passage_is_still_cited(tenant):
+    texts = ["Alice: Haha, thanks!", "Alice: Lol ok.", *ALICE[:10]]
+    memories = ingest_entity(tenant, n=12, texts=texts)
+    assert reflect(tenant).status == "succeeded"
+    cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
+    assert {m.id for m in memories} <= cited
+    assert Memory.objects.filter(id__in=[m.id for m in memories], state="consolidated").count() == 12
+
+
+@pytest.mark.django_db(transaction=True)
+def test_undoing_a_week_a_later_week_added_to_is_refused_and_loses_nothing(tenant):
+    ingest_entity(tenant, n=12)
+    first = reflect(tenant)
+    later = ingest_entity(tenant, n=12, week=1)
+    assert reflect(tenant).status == "succeeded"
+    result = run_revert(run_id=first.id, actor="test", reason="undo the first week only")
+    assert result.refused  # the later week's episodes rest on the first week's passages
+    cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
+    assert {m.id for m in later} <= cited
