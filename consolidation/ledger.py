@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation.models import LedgerEntry
-from profiles.services import ProfileChange
+from profiles.services import ProfileChange, profile_state
 from zeromem.core.domain.transitions import (
     ARCHIVED,
     CONSOLIDATED,
@@ -101,7 +101,7 @@ def profile_change_record(*, change: ProfileChange, run_id: uuid.UUID | None, ac
         inputs={"profile_id": profile.id, "entity_id": profile.entity_id or None, "namespace": profile.namespace,
                 "previous_summary": change.previous["summary"], "previous": change.previous},
         outputs={"version": profile.version, "added": list(change.added), "folded": list(change.folded),
-                 "retired": list(change.retired), "summary": profile.summary},
+                 "retired": list(change.retired), "summary": profile.summary, "state": profile_state(profile)},
         reason=reason)
     _profile_event(change)
     return entry

@@ -6,6 +6,8 @@ caller, which holds the run and the transaction (`consolidation.ledger.profile_c
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -27,6 +29,10 @@ REPLACED_WEIGHT = 0.5  # an item a newer one replaces keeps this share of its we
 SNAPSHOT_FIELDS = ("preferences", "behaviors", "facts", "summary", "summary_source_ids")
 PROFILE_FIELD = {"preference": "preferences", "behavior": "behaviors", "failure_pattern": "behaviors",
                  "domain_fact": "facts", "entity": "facts", "constraint": "facts"}
+
+
+class ProfileChangedSince(Exception):
+    """An undo would overwrite a later change of the profile."""
 
 
 @dataclass(frozen=True)
@@ -167,12 +173,22 @@ def profile_items_retire(*, tenant_id: int, user_id: str, source_id: str,
     return changes
 
 
-def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any]) -> ProfileChange | None:
+def profile_state(profile: MemoryProfile) -> str:
+    """A fingerprint of what the profile says (items, summary): an undo restores a snapshot only onto the state the
+    change it undoes left, never over a later change."""
+    state = json.dumps({name: getattr(profile, name) for name in SNAPSHOT_FIELDS}, sort_keys=True, default=str)
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def profile_restore(*, tenant_id: int, profile_id: int, snapshot: dict[str, Any],
+                    expected_state: str | None = None) -> ProfileChange | None:
     """Put a profile back as a ledger snapshot had it (undo of a reflection), as a new version. Missing profile
     (erased since): nothing to restore."""
     profile = MemoryProfile.objects.select_for_update().filter(tenant_id=tenant_id, id=profile_id).first()
     if profile is None:
         return None
+    if expected_state is not None and profile_state(profile) != expected_state:
+        raise ProfileChangedSince(f"profile {profile_id} changed after this update; undo the later change first")
     previous = copy.deepcopy({name: getattr(profile, name) for name in SNAPSHOT_FIELDS})
     for name in SNAPSHOT_FIELDS:
         if name in snapshot:

@@ -23,7 +23,7 @@ from consolidation.corrections.undo import UndoRefused, memory_restore, memory_u
 from consolidation.jobs.passages import passage_shrink
 from consolidation.ledger import ledger_write, memory_transition, profile_restore_record
 from consolidation.models import LedgerEntry
-from profiles.services import profile_restore
+from profiles.services import ProfileChangedSince, profile_restore
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import UNDONE, TransitionRefused
 from zeromem.core.events import event_emit
@@ -171,7 +171,11 @@ def _profile(entry: LedgerEntry, actor: str, reason: str) -> None:
     snapshot = entry.inputs.get("previous")
     if snapshot is None:
         raise UndoRefused("this profile update kept no snapshot to restore")
-    change = profile_restore(tenant_id=entry.tenant_id, profile_id=entry.inputs["profile_id"], snapshot=snapshot)
+    try:  # rows written before the fingerprint existed restore unconditionally, as they always did
+        change = profile_restore(tenant_id=entry.tenant_id, profile_id=entry.inputs["profile_id"],
+                                 snapshot=snapshot, expected_state=entry.outputs.get("state"))
+    except ProfileChangedSince as exc:
+        raise UndoRefused(str(exc)) from exc
     if change is not None:
         _mark_undone(entry, profile_restore_record(change=change, actor=actor, reason=reason))
 

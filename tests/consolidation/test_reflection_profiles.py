@@ -179,3 +179,20 @@ def test_undoing_a_week_a_later_week_added_to_is_refused_and_loses_nothing(tenan
     assert result.refused  # the later week's episodes rest on the first week's passages
     cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
     assert {m.id for m in later} <= cited
+
+
+def test_undoing_a_run_never_overwrites_a_later_change_of_a_profile_it_filed_into(tenant, now):
+    melanie = ["Melanie: Caroline really loves painting sunsets by the lake every weekend.",
+               *[f"Melanie: I usually swim {n} laps at the community pool before work." for n in range(10, 21)]]
+    ingest(tenant, [memory_input(text, user="u1", entity_id="Melanie", session=f"m{i}",
+                                 created_at=now - (40 - i) * DAY) for i, text in enumerate(melanie)]
+           + [memory_input("Current chat: hello", user="u1", session="now", created_at=now)])
+    ingest_entity(tenant, n=12, entity="Caroline", texts=[t.replace("Alice", "Caroline") for t in ALICE], now=now)
+    routed = reflect(tenant, "Melanie")  # files "Caroline really loves painting…" under Caroline
+    assert reflect(tenant, "Caroline").status == "succeeded"  # then Caroline's own items change her profile
+    _, before = items_of("Caroline", tenant)
+    result = run_revert(run_id=routed.id, actor="test", reason="undo Melanie's run")
+    assert any("profile.update" in refused for refused in result.refused), (result.refused, result.undone)
+    _, after = items_of("Caroline", tenant)
+    assert after == before  # Caroline's own later items survive
+    assert not items_of("Melanie", tenant)[1]  # Melanie's own profile, which nothing changed since, is undone
