@@ -236,35 +236,36 @@ def condensed_passages_of(scope: ReflectionScope, *, window: str | None, limit: 
 def has_near_twin(*, tenant_id: int, user_id: str, vector: np.ndarray, threshold: float,
                   excluding: Sequence[uuid.UUID]) -> bool:
     """Whether an active memory of the user (other than `excluding`) is at least `threshold` similar (cosine) to
-    `vector`: one nearest-neighbour probe on the vector index."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT m.embedding <=> %s::vector FROM zeromem_memory m
-                WHERE m.tenant_id = %s AND m.user_id = %s AND m.state = 'raw' AND m.embedding IS NOT NULL
-                  AND NOT (m.id = ANY(%s::uuid[]))
-                ORDER BY m.embedding <=> %s::vector LIMIT 1""",
-            [str(list(map(float, vector))), tenant_id, user_id, [str(i) for i in excluding],
-             str(list(map(float, vector)))])
-        row = cursor.fetchone()
-    return row is not None and 1 - float(row[0]) >= threshold
+    `vector`."""
+    return bool(_nearest(where="m.tenant_id = %s AND m.user_id = %s AND m.state = 'raw'",
+                         params=[tenant_id, user_id], vector=vector, threshold=threshold, excluding=excluding,
+                         limit=1))
 
 
 def memories_near(scope: ReflectionScope, *, vector: Sequence[float], threshold: float, excluding: Sequence[uuid.UUID],
                   limit: int = 5) -> list[tuple[str, str]]:
     """(id, text) of the scope's episodes, active or consolidated, at least `threshold` similar (cosine) to
-    `vector`, nearest first: one probe on the vector index."""
+    `vector`, nearest first."""
     entity = "m.entity_id = %s" if scope.entity_id else "m.entity_id IS NULL"
+    return _nearest(where=f"m.tenant_id = %s AND m.user_id = %s AND m.namespace = %s AND {entity} "
+                          "AND m.state IN ('raw', 'consolidated') AND m.memory_type <> 'semantic'",
+                    params=[scope.tenant_id, scope.user_id, scope.namespace,
+                            *([scope.entity_id] if scope.entity_id else [])],
+                    vector=vector, threshold=threshold, excluding=excluding, limit=limit)
+
+
+def _nearest(*, where: str, params: list[Any], vector: Sequence[float] | np.ndarray, threshold: float,
+             excluding: Sequence[uuid.UUID], limit: int) -> list[tuple[str, str]]:
+    """(id, text) of the memories matching `where` within `threshold` cosine of `vector`, nearest first: one probe
+    on the vector index."""
+    literal = str(list(map(float, vector)))
     with connection.cursor() as cursor:
         cursor.execute(
             f"""SELECT m.id, m.content FROM zeromem_memory m
-                 WHERE m.tenant_id = %s AND m.user_id = %s AND m.namespace = %s AND {entity}
-                   AND m.state IN ('raw', 'consolidated') AND m.memory_type <> 'semantic'
-                   AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
+                 WHERE {where} AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
                    AND m.embedding <=> %s::vector <= %s
                  ORDER BY m.embedding <=> %s::vector LIMIT %s""",
-            [scope.tenant_id, scope.user_id, scope.namespace, *([scope.entity_id] if scope.entity_id else []),
-             [str(i) for i in excluding], str(list(map(float, vector))), 1 - threshold,
-             str(list(map(float, vector))), limit])
+            [*params, [str(i) for i in excluding], literal, 1 - threshold, literal, limit])
         return [(str(i), text) for i, text in cursor.fetchall()]
 
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from consolidation.jobs.reflection import reflection_run_now
+from consolidation.models import ConsolidationRun
+from consolidation.selectors import ReflectionScope
 from zeromem.core import services
 from zeromem.models import Memory, Tenant
 
@@ -104,3 +107,8 @@ def use_fake_llm(settings: Any, server: Any) -> None:
     settings.ZEROMEMORY_LLM_BACKOFF_SECONDS = 0.01
     settings.ZEROMEMORY_LLM_ATTEMPTS = 3
     settings.ZEROMEMORY_LLM_TIMEOUT_SECONDS = 5
+
+
+def reflect_entity(tenant: Tenant, entity: str = "alice", user: str = "u1") -> ConsolidationRun:
+    """Reflect one entity of `user` now, as the CLI would; returns the run."""
+    return reflection_run_now(scope=ReflectionScope(tenant.id, user, entity, "global"), trigger="cli").run

@@ -82,8 +82,8 @@ _QUESTION_START = re.compile(
     r"^(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|what|how|why|any|have you|has)\b", re.I)
 _CLAUSE_BREAK = re.compile(r"\s+[-–—]\s+|;\s+|,\s+(?=(?:and|but|so|while|which|though)\b)")
 # "By the way, speaking of which, …": chat glue, never a name or a value.
-_DISCOURSE = re.compile(r"^(?:(?:oh|and|also|anyway|actually|well|so|plus|but|yeah|hey)\b,?\s*)*"
-                        r"(?:(?:by the way|btw|speaking of [\w'-]+(?: [\w'-]+)?|anyway|also)\b,?\s*)*", re.I)
+CHAT_GLUE = re.compile(r"^(?:(?:oh|and|also|anyway|actually|well|so|plus|but|yeah|hey)\b,?\s*)*"
+                       r"(?:(?:by the way|btw|speaking of [\w'-]+(?: [\w'-]+)?|anyway|also)\b,?\s*)*", re.I)
 # An intention or a plan is no state of the world yet: "I'm thinking of …", "I'll …", "looking for …".
 _INTENTION = re.compile(
     r"\b(?:thinking (?:of|about)|planning|plan to|i'll|i will|we'll|going to|want to|wanna|would like|i'd like|"
@@ -366,7 +366,7 @@ def informative_sentences(text: str) -> list[int]:
 
 def _clauses(sentence: str) -> list[str]:
     """The sentence without its question or intention parts ("… for 6 months now - do you have any tips?")."""
-    parts = [_DISCOURSE.sub("", p.strip(" ,")) for p in _CLAUSE_BREAK.split(sentence)]
+    parts = [CHAT_GLUE.sub("", p.strip(" ,")) for p in _CLAUSE_BREAK.split(sentence)]
     kept = ", ".join(p for p in parts if p and not _is_question(p) and not _INTENTION.search(p))
     return [kept] if _is_statement(kept) else []
 

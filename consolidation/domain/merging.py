@@ -218,7 +218,7 @@ def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> li
             if not is_low_signal(text, common_names):
                 anchored = anchor_dates(text, member.on)
                 found.append(_Sentence(index, speaker, anchored,
-                                       frozenset(w for w in words(anchored) if w not in STOP_WORDS),
+                                       _content(anchored),
                                        concrete_values(anchored)))
     return found
 
@@ -285,8 +285,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
 
 
 TOPIC_SIMILARITY = 0.2  # cosine of two texts' vectors (word overlap without one) at which they share a topic
-FOLD_SIMILARITY = 0.2
-TOPIC_SHARED_WORDS = 2
+TOPIC_SHARED_WORDS = 2  # content words two texts must share to be one topic, whatever their vectors say
 
 
 def topic_similarity(texts: Sequence[str], vectors: Sequence[np.ndarray | None], *, first_row: int = 0
@@ -337,7 +336,7 @@ def topic_groups(similarity: np.ndarray, *, threshold: float = TOPIC_SIMILARITY)
 
 
 def fold_into(texts: Sequence[str], similarity: np.ndarray, targets: Sequence[str], *, limit: int,
-              threshold: float = FOLD_SIMILARITY) -> tuple[list[int], list[str]]:
+              threshold: float = TOPIC_SIMILARITY) -> tuple[list[int], list[str]]:
     """For each new text, the passage it ends up in: the most similar earlier one of its topic (`similarity`:
     texts × (targets + texts)) — a target, or one opened by an earlier text — appended to while the result stays
     within `limit`; else a passage of its own, opened at index len(targets) + its own index. Returns those indexes

@@ -43,7 +43,7 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from consolidation.domain.contradictions import _DISCOURSE as CHAT_GLUE
+from consolidation.domain.contradictions import CHAT_GLUE
 from zeromem.core.domain.text import CAPITALISED_STOP_WORDS, split_speaker, word_set
 
 # --- words ---------------------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ _OPENERS = re.compile(
     r"(?:wow|ha(?:ha)+|lol|omg|honestly|actually|personally|basically|seriously|frankly|tbh|btw|oh|yeah)\s+"
     r"(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our|me)\b))", re.I)
 _VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?=(?:I|I'm|I've|I'll|I'd|[Ww]e|[Mm]y|[Oo]ur)\b)")
-_IMAGE = re.compile(r"\s*\[shares image:[^\]]*\]")
+IMAGE_MARKUP = re.compile(r"\s*\[shares image:[^\]]*\]")
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’")
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\s+|.")
 _ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y'all)\b", re.I)
@@ -169,7 +169,7 @@ def attribute(text: str, *, speaker: str, known: Collection[str] = (),
               pronoun_means_speaker: bool = False) -> Attributed | None:
     """The statement one sentence makes, in the third person, and who it is about; None when the subject is
     not resolved or nothing is left (the module docstring has the rules)."""
-    label, body = split_speaker(_IMAGE.sub("", text))
+    label, body = split_speaker(IMAGE_MARKUP.sub("", text))
     names = _Names(label or speaker, speaker, tuple(known))
     body = _without_openers(_straight_apostrophes(body))
     if not re.search(r"\w", body) or _addressed_or_asked(body):

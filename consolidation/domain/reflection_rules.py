@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from consolidation.domain.insights import Insight, Reflection, Source
 from consolidation.domain.merging import anchor_dates, is_low_signal, sentences
+from consolidation.domain.profile_statements import IMAGE_MARKUP
 from zeromem.core.domain.text import same_statement, split_speaker, stems
 
 MAX_ITEMS = 8
-_IMAGE = re.compile(r"\s*\[shares image:[^\]]*\]")
 _PERSON = r"(?:i|we|he|she|they)"
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 # Said to the other person, or a passing state of mind: nothing durable about the subject.
@@ -92,7 +92,7 @@ def _found_in(source: Source) -> list[_Found]:
 
 def _statements(source: Source) -> list[str]:
     """The sentences of a memory that state something about its speaker."""
-    _, text = split_speaker(_IMAGE.sub("", source.text))
+    _, text = split_speaker(IMAGE_MARKUP.sub("", source.text))
     return [s for s in sentences(text) if not (is_low_signal(s) or s.endswith("?") or len(stems(s)) < 3
                                                 or _ADDRESSED.search(s) or _PASSING.search(s))]
 

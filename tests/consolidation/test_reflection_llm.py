@@ -6,26 +6,15 @@ import json
 
 import pytest
 
-from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import ConsolidationRun, LedgerEntry
-from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
-from tests.factories import ALICE, INJECTION, ingest_entity, use_fake_llm
-from zeromem.devtools.fake_llm import FakeLLM, Reply
+from tests.factories import ALICE, INJECTION, ingest_entity, reflect_entity
+from zeromem.devtools.fake_llm import Reply
 from zeromem.models import LlmUsage, Memory, MemorySource
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
 
-@pytest.fixture
-def fake_llm(settings):
-    with FakeLLM() as server:
-        use_fake_llm(settings, server)
-        yield server
-
-
-def reflect(tenant, entity="alice"):
-    return reflection_run_now(scope=ReflectionScope(tenant.id, "u1", entity, "global"), trigger="cli").run
 
 
 def item_sources(statement):
@@ -48,7 +37,7 @@ def untouched(memories):
 @pytest.mark.django_db(transaction=True)
 def test_happy_path_writes_passages_profile_ledger_and_usage(tenant, fake_llm, events):
     memories = ingest_entity(tenant, n=12)
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded", run.error
     assert len(fake_llm.requests) == 1 and run.llm_calls == 1
     assert run.prompt_tokens == fake_llm.prompt_tokens > 0 and run.completion_tokens > 0
@@ -78,11 +67,11 @@ def test_happy_path_writes_passages_profile_ledger_and_usage(tenant, fake_llm, e
 
 def test_a_second_reflection_folds_into_the_profile_instead_of_overwriting(tenant, fake_llm):
     ingest_entity(tenant, n=12)
-    reflect(tenant)
+    reflect_entity(tenant)
     profile = MemoryProfile.objects.get(tenant=tenant, entity_id="alice")
     before = {i["statement"] for i in profile.preferences + profile.behaviors + profile.facts}
     ingest_entity(tenant, n=12, week=1)  # the same statements again, in new sessions (a week later)
-    assert reflect(tenant).status == "succeeded"
+    assert reflect_entity(tenant).status == "succeeded"
     profile.refresh_from_db()
     after = profile.preferences + profile.behaviors + profile.facts
     assert profile.version == 2 and before <= {i["statement"] for i in after}
@@ -93,7 +82,7 @@ def test_a_second_reflection_folds_into_the_profile_instead_of_overwriting(tenan
 def test_malformed_json_twice_fails_the_call_and_touches_nothing(tenant, fake_llm):
     memories = ingest_entity(tenant, n=12)
     fake_llm.script = [Reply('{"items": [{"category": "preference",'), Reply("not json at all")]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "failed" and "invalid output after one repair" in run.error
     assert len(fake_llm.requests) == 2 and run.result["repairs"] == 1 and run.llm_calls == 2
     assert untouched(memories) and not MemoryProfile.objects.exists()
@@ -106,7 +95,7 @@ def test_json_wrapped_in_prose_is_parsed(tenant, fake_llm):
                                    "statement": "Alice prefers green tea over coffee", "confidence": 0.9,
                                    "source_ids": [2]}], "summary": "Alice likes tea and hiking."})
     fake_llm.script = [Reply(f"Sure! Here is what I found:\n```json\n{reply}\n```\nLet me know if you need more.")]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded" and run.result["insights"] == ["Alice prefers green tea over coffee"]
     assert item_sources("Alice prefers green tea over coffee") == [str(memories[1].id)]
 
@@ -116,7 +105,7 @@ def test_wrong_types_get_one_repair(tenant, fake_llm):
     wrong = json.dumps({"items": [{"category": "preference", "subject": "alice", "statement": "Alice loves hiking",
                                    "confidence": "high", "source_ids": "1"}], "summary": 3})
     fake_llm.script = [Reply(wrong)]  # then the default (valid) answer
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded" and run.result["repairs"] == 1 and len(fake_llm.requests) == 2
 
 
@@ -128,7 +117,7 @@ def test_ids_never_sent_are_dropped(tenant, fake_llm):
         {"category": "domain_fact", "subject": "alice", "statement": "Alice owns a red sports car from Italy",
          "confidence": 0.9, "source_ids": [42]}], "summary": "Alice hikes."})
     fake_llm.script = [Reply(reply)]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.result["insights"] == ["Alice loves hiking in the Alps every summer"]
     assert item_sources("Alice loves hiking in the Alps every summer") == [str(memories[0].id)]
 
@@ -138,7 +127,7 @@ def test_timeout_fails_the_run_and_touches_nothing(tenant, fake_llm, settings):
     settings.ZEROMEMORY_LLM_ATTEMPTS = 2
     memories = ingest_entity(tenant, n=10)
     fake_llm.script = [Reply(delay=2.0), Reply(delay=2.0)]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "failed" and run.error.startswith("LLM unavailable")
     assert untouched(memories)
 
@@ -146,7 +135,7 @@ def test_timeout_fails_the_run_and_touches_nothing(tenant, fake_llm, settings):
 def test_429_then_success(tenant, fake_llm):
     ingest_entity(tenant, n=10)
     fake_llm.script = [Reply(status=429)]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded" and len(fake_llm.requests) == 2
     assert Memory.objects.filter(state="consolidated").count() == 10
 
@@ -154,7 +143,7 @@ def test_429_then_success(tenant, fake_llm):
 def test_500_every_time_fails_after_the_retries(tenant, fake_llm):
     memories = ingest_entity(tenant, n=10)
     fake_llm.script = [Reply(status=500)] * 10
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "failed" and "LLM unavailable" in run.error
     assert len(fake_llm.requests) == 3  # ZEROMEMORY_LLM_ATTEMPTS
     assert untouched(memories)
@@ -170,7 +159,7 @@ def test_a_prompt_injection_memory_is_data(tenant, fake_llm):
         {"category": "preference", "subject": "alice", "statement": "Alice prefers green tea over coffee",
          "confidence": 0.9, "source_ids": [3]}], "summary": "Alice likes tea."})
     fake_llm.script = [Reply(obeying)]
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     system, user = fake_llm.requests[0]["messages"]
     assert "never instructions" in system["content"] and "Ignore all previous" not in system["content"]
     assert json.dumps(INJECTION)[1:-1] in user["content"]  # quoted as JSON data, escapes and all
@@ -185,7 +174,7 @@ def test_calls_run_concurrently_and_are_written_in_order(tenant, fake_llm, setti
     settings.ZEROMEMORY_REFLECTION_MIN_REMAINING = 5
     ingest_entity(tenant, n=15)
     fake_llm.script = [Reply(delay=0.5)] * 3
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded" and run.llm_calls == 3 and run.result["calls_done"] == 3
     assert Memory.objects.filter(state="consolidated").count() == 15
 
@@ -208,7 +197,7 @@ def test_the_extraction_phase_labels_memories_and_is_counted_apart(tenant, fake_
     settings.ZEROMEMORY_EXTRACTION_PHASE = True
     fake_llm.answer = labelling_model
     memories = ingest_entity(tenant, n=12)
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded"
     assert run.result["extraction_calls"] == 2 and run.llm_calls == 1  # 12 memories: 10 + 2 a call; 1 reflection
     assert len(fake_llm.requests) == 3 and run.result["labelled"] == 12

@@ -10,27 +10,17 @@ import pytest
 
 from consolidation.corrections.revert import run_revert
 from consolidation.domain.insights import parts_from_messages
-from consolidation.jobs.reflection import reflection_run_now, reflection_user_run_now
+from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.models import LedgerEntry
-from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
-from tests.factories import ALICE, DAY, ingest, ingest_entity, memory_input, use_fake_llm
+from tests.factories import ALICE, DAY, ingest, ingest_entity, memory_input, reflect_entity
 from zeromem.devtools.evaluation.profiles import third_person
-from zeromem.devtools.fake_llm import FakeLLM, extractive_answer
+from zeromem.devtools.fake_llm import extractive_answer
 from zeromem.models import Memory, MemorySource
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
 
-@pytest.fixture
-def fake_llm(settings):
-    with FakeLLM() as server:
-        use_fake_llm(settings, server)
-        yield server
-
-
-def reflect(tenant, entity="alice"):
-    return reflection_run_now(scope=ReflectionScope(tenant.id, "u1", entity, "global"), trigger="cli").run
 
 
 def items_of(entity, tenant):
@@ -40,7 +30,7 @@ def items_of(entity, tenant):
 
 def test_items_are_third_person_statements_and_family_facts_are_never_the_speakers_habits(tenant):
     ingest_entity(tenant, n=16)
-    assert reflect(tenant).status == "succeeded"
+    assert reflect_entity(tenant).status == "succeeded"
     profile, items = items_of("alice", tenant)
     assert items and all(third_person(i["statement"]) for i in items), [i["statement"] for i in items]
     assert not any(i["statement"].startswith("Alice:") for i in items)
@@ -59,7 +49,7 @@ def test_a_statement_about_another_entity_of_the_user_goes_to_that_entitys_profi
            + [memory_input("Caroline: I adopted a grey cat named Pixel.", user="u1", entity_id="Caroline",
                            session="c1", created_at=now - 30 * DAY),
               memory_input("Current chat: hello", user="u1", session="now", created_at=now)])
-    assert reflect(tenant, "Melanie").status == "succeeded"
+    assert reflect_entity(tenant, "Melanie").status == "succeeded"
     _, caroline = items_of("Caroline", tenant)
     assert [i["statement"] for i in caroline] == ["Caroline really loves painting sunsets by the lake every weekend."]
     _, melanie = items_of("Melanie", tenant)
@@ -70,7 +60,7 @@ def test_an_item_said_again_in_later_weeks_folds_with_its_sources_and_grows_sure
     confidences = []
     for week in range(3):
         ingest_entity(tenant, n=12, week=week)
-        assert reflect(tenant).status == "succeeded"
+        assert reflect_entity(tenant).status == "succeeded"
         _, items = items_of("alice", tenant)
         tea = [i for i in items if "green tea" in i["statement"]]
         assert len(tea) == 1  # folded, never duplicated
@@ -81,7 +71,7 @@ def test_an_item_said_again_in_later_weeks_folds_with_its_sources_and_grows_sure
 
 def test_the_summary_is_composed_from_the_strongest_items_within_400_characters(tenant):
     ingest_entity(tenant, n=30)
-    reflect(tenant)
+    reflect_entity(tenant)
     profile, items = items_of("alice", tenant)
     assert 0 < len(profile.summary) <= 400
     strongest = max(items, key=lambda i: i["weight"])
@@ -91,7 +81,7 @@ def test_the_summary_is_composed_from_the_strongest_items_within_400_characters(
 
 def test_reflection_writes_fewer_semantic_memories_and_every_episode_stays_cited(tenant):
     memories = ingest_entity(tenant, n=15)
-    run = reflect(tenant)
+    run = reflect_entity(tenant)
     assert run.status == "succeeded" and run.reviewed == 15
     assert run.created <= 0.35 * 15
     assert not Memory.objects.filter(tenant=tenant, tags__contains=["digest"]).exists()
@@ -142,10 +132,10 @@ def passages_now(tenant):
 @pytest.mark.django_db(transaction=True)
 def test_a_later_week_grows_or_cites_the_passages_of_its_topics_and_an_undo_shrinks_them_back(tenant):
     ingest_entity(tenant, n=12)
-    first = reflect(tenant)
+    first = reflect_entity(tenant)
     before = passages_now(tenant)
     later = ingest_entity(tenant, n=12, week=1)  # the same statements again, a week later
-    second = reflect(tenant)
+    second = reflect_entity(tenant)
     assert second.status == "succeeded" and second.created < first.created
     after = passages_now(tenant)
     cited = set().union(*(links for _, _, links in after.values()))
@@ -163,7 +153,7 @@ def test_a_later_week_grows_or_cites_the_passages_of_its_topics_and_an_undo_shri
 def test_small_talk_that_makes_no_passage_is_still_cited(tenant):
     texts = ["Alice: Haha, thanks!", "Alice: Lol ok.", *ALICE[:10]]
     memories = ingest_entity(tenant, n=12, texts=texts)
-    assert reflect(tenant).status == "succeeded"
+    assert reflect_entity(tenant).status == "succeeded"
     cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
     assert {m.id for m in memories} <= cited
     assert Memory.objects.filter(id__in=[m.id for m in memories], state="consolidated").count() == 12
@@ -172,9 +162,9 @@ def test_small_talk_that_makes_no_passage_is_still_cited(tenant):
 @pytest.mark.django_db(transaction=True)
 def test_undoing_a_week_a_later_week_added_to_is_refused_and_loses_nothing(tenant):
     ingest_entity(tenant, n=12)
-    first = reflect(tenant)
+    first = reflect_entity(tenant)
     later = ingest_entity(tenant, n=12, week=1)
-    assert reflect(tenant).status == "succeeded"
+    assert reflect_entity(tenant).status == "succeeded"
     result = run_revert(run_id=first.id, actor="test", reason="undo the first week only")
     assert result.refused  # the later week's episodes rest on the first week's passages
     cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
@@ -188,8 +178,8 @@ def test_undoing_a_run_never_overwrites_a_later_change_of_a_profile_it_filed_int
                                  created_at=now - (40 - i) * DAY) for i, text in enumerate(melanie)]
            + [memory_input("Current chat: hello", user="u1", session="now", created_at=now)])
     ingest_entity(tenant, n=12, entity="Caroline", texts=[t.replace("Alice", "Caroline") for t in ALICE], now=now)
-    routed = reflect(tenant, "Melanie")  # files "Caroline really loves painting…" under Caroline
-    assert reflect(tenant, "Caroline").status == "succeeded"  # then Caroline's own items change her profile
+    routed = reflect_entity(tenant, "Melanie")  # files "Caroline really loves painting…" under Caroline
+    assert reflect_entity(tenant, "Caroline").status == "succeeded"  # then Caroline's own items change her profile
     _, before = items_of("Caroline", tenant)
     result = run_revert(run_id=routed.id, actor="test", reason="undo Melanie's run")
     assert any("profile.update" in refused for refused in result.refused), (result.refused, result.undone)

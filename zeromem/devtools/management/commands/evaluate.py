@@ -126,11 +126,16 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(figures))
 
-    def _merges(self, options: dict[str, Any]) -> None:
+    @staticmethod
+    def _conversations(options: dict[str, Any]) -> list[locomo.Conversation]:
+        """The LoCoMo conversations asked for (--path, --conversations), or a clear error when the data is absent."""
         path = Path(options["path"])
         if not locomo.available(path):
             raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
-        result = evaluate_merges(conversations=locomo.load(path)[: options["conversations"] or None],
+        return locomo.load(path)[: options["conversations"] or None]
+
+    def _merges(self, options: dict[str, Any]) -> None:
+        result = evaluate_merges(conversations=self._conversations(options),
                                  cluster=self._cluster, progress=self.stderr.write)
         self.stderr.write(f"{result['merged_texts']} merged texts: {result['empty_merges']} empty, "
                           f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs "
@@ -142,11 +147,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
     def _profiles(self, options: dict[str, Any]) -> None:
-
-        path = Path(options["path"])
-        if not locomo.available(path):
-            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
-        result = evaluate_profiles(conversations=locomo.load(path)[: options["conversations"] or None],
+        result = evaluate_profiles(conversations=self._conversations(options),
                                    progress=self.stderr.write)
         self.stdout.write(f"{result['speakers_with_profile']} of {result['speakers']} speakers have a profile; "
                           f"{result['items_linked_to_turns']} of {result['profile_items']} items link to turn ids")
@@ -176,11 +177,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
     def _locomo(self, options: dict[str, Any]) -> None:
-
-        path = Path(options["path"])
-        if not locomo.available(path):
-            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
-        conversations = locomo.load(path)[: options["conversations"] or None]
+        conversations = self._conversations(options)
         bars: dict[str, tqdm] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
