@@ -15,6 +15,7 @@ from zeromem.core.domain.text import (
     normalised_sentence,
     plain_words,
     same_statement,
+    sentences,
     split_speaker,
     starts_with_digit,
     statement_tokens,
@@ -130,3 +131,9 @@ def test_a_sentence_with_another_case_spacing_end_or_speaker_normalises_to_the_s
 def test_normalising_keeps_the_words_and_the_inner_punctuation():
     assert normalised_sentence("Redis hit 512 MB, again.") == "redis hit 512 mb, again"
     assert normalised_sentence("Alice drinks tea.") != normalised_sentence("Alice drinks coffee.")
+
+
+def test_a_piece_without_a_letter_stays_with_the_sentence_before_it():
+    assert sentences("I'm allergic to sesame. (#85) We moved. 2. Then Lyon!") == \
+        ["I'm allergic to sesame. (#85)", "We moved. 2.", "Then Lyon!"]
+    assert sentences("(#3) Hello there. Fine.") == ["(#3) Hello there.", "Fine."]

@@ -135,10 +135,19 @@ def drop_speaker(text: str) -> str:
 # --- sentences -----------------------------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """The sentences of `text`. A piece with no letter ("(#12)", "2.") belongs to the sentence before it: alone it
+    would be a fragment."""
+    found: list[str] = []
+    for piece in (s.strip() for s in _SENTENCE_END.split(text)):
+        if found and piece and not _LETTER.search(piece):
+            found[-1] = f"{found[-1]} {piece}"
+        elif piece:
+            found.append(piece)
+    return found
 
 
 def normalised_sentence(text: str) -> str:
