@@ -17,10 +17,12 @@ from consolidation.domain.clustering import Item, Params
 from consolidation.jobs.clustering import clustering_run_now
 from zeromem.core import services
 from zeromem.core.adapters.embeddings import get_embedder
+from zeromem.devtools.bench.costs import measured
 from zeromem.devtools.bench.texts import memory_texts
 from zeromem.models import Memory
 
 SCOPE = ("global", None, None)
+SMALL_USER = 50  # memories of the small user whose whole run is costed (most users of a big tenant look like it)
 
 
 def planted(n: int, *, dim: int = 384, seed: int = 0) -> tuple[list[Item], np.ndarray]:
@@ -77,21 +79,24 @@ def edge_recall(vectors: np.ndarray, params: Params) -> float:
     return len(exact & index) / len(exact) if exact else 1.0
 
 
-def full_job_seconds(n: int, params: Params) -> tuple[float, dict[str, Any]]:
-    """The whole job for one user: selection, clustering, merged text, re-embedding, writes."""
-
+def full_job_seconds(n: int, params: Params, *, user_id: str = "bench-user") -> tuple[float, dict[str, Any]]:
+    """The whole job for one user: selection, clustering, merged text, re-embedding, writes; with what it cost
+    (every SQL statement and transaction of the job, CPU of this process and its PostgreSQL backend)."""
     items, vectors = planted(n, seed=1)
     tenant = services.tenant_get_or_create(name="bench-clustering")
     texts = memory_texts(n, seed=3)
     created = timezone.now() - timedelta(days=3)
     Memory.objects.bulk_create([
-        Memory(id=uuid.uuid4(), tenant=tenant, user_id="bench-user", session_id=f"s{i // 40}", content=text,
+        Memory(id=uuid.uuid4(), tenant=tenant, user_id=user_id, session_id=f"s{i // 40}", content=text,
                content_hash=services.content_hash(text), embedding=vector.tolist(), entities=sorted(item.entities),
                created_at=created + timedelta(seconds=i)) for i, (item, vector, text) in
         enumerate(zip(items, vectors, texts, strict=True))], batch_size=1000)
     started = time.perf_counter()
-    run = clustering_run_now(tenant_id=tenant.id, user_id="bench-user", trigger="cli", force=True).run
-    return time.perf_counter() - started, {"clusters": run.clusters, "merged": run.merged, **run.timings}
+    with measured() as cost:
+        run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
+    seconds = time.perf_counter() - started
+    return seconds, {"clusters": run.clusters, "merged": run.merged, **cost.as_json(),
+                     "statements_per_merge": round(cost.statements / max(run.clusters, 1), 1), **run.timings}
 
 
 def bench_clustering(*, sizes: list[int], all_pairs_sizes: list[int], full_job_n: int, recall_n: int,
@@ -113,7 +118,10 @@ def bench_clustering(*, sizes: list[int], all_pairs_sizes: list[int], full_job_n
         seconds, detail = full_job_seconds(full_job_n, params)
         rows.append({"method": "full_job", "n": full_job_n, "seconds": round(seconds, 3), **detail})
         say(f"full job      n={full_job_n:>7}: {seconds:7.2f} s {detail}")
-    return {"rows": rows, "edge_recall": round(recall, 4), "cosine_floor": params.cosine_floor}
+    _, small = full_job_seconds(SMALL_USER, params, user_id="bench-small-user")
+    say(f"small user    n={SMALL_USER:>7}: {small['cpu_s']:.3f} s CPU (worker + its PostgreSQL backend) {small}")
+    return {"rows": rows, "edge_recall": round(recall, 4), "cosine_floor": params.cosine_floor,
+            "small_user_cpu_s": small["cpu_s"], "small_user": small}
 
 
 def calibrate(*, floor: float) -> dict[str, Any]:
