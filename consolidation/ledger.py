@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,17 +21,37 @@ from zeromem.core.domain.transitions import (
     transition_for,
 )
 from zeromem.core.events import event_emit
-from zeromem.models import Memory
+from zeromem.models import Memory, MemoryState
 
 
-def ledger_write(*, tenant_id: int, action: str, actor: str, run_id: uuid.UUID | None = None, user_id: str = "",
-                 memory_ids: Sequence[uuid.UUID | str] = (), inputs: dict[str, Any] | None = None,
-                 outputs: dict[str, Any] | None = None, reason: str = "", scores: dict[str, Any] | None = None,
-                 undoable: bool = False) -> LedgerEntry:
-    return LedgerEntry.objects.create(
-        tenant_id=tenant_id, run_id=run_id, action=action, actor=actor, user_id=user_id,
-        memory_ids=[str(i) for i in memory_ids], inputs=inputs or {}, outputs=outputs or {}, reason=reason,
-        scores=scores or {}, undoable=undoable)
+class LedgerFields(TypedDict, total=False):
+    tenant_id: Required[int]
+    action: Required[str]
+    actor: Required[str]
+    run_id: uuid.UUID | None
+    user_id: str
+    memory_ids: Sequence[uuid.UUID | str]
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    reason: str
+    scores: dict[str, Any]
+    undoable: bool
+
+
+def ledger_row(**fields: Unpack[LedgerFields]) -> LedgerEntry:
+    """A ledger row not saved yet (`ledger_write_all` saves many in one statement)."""
+    return LedgerEntry(**{**fields, "memory_ids": [str(i) for i in fields.get("memory_ids", ())]})
+
+
+def ledger_write(**fields: Unpack[LedgerFields]) -> LedgerEntry:
+    entry = ledger_row(**fields)
+    entry.save()
+    return entry
+
+
+def ledger_write_all(rows: Sequence[LedgerEntry]) -> None:
+    """Rows of `ledger_row`, in one INSERT: their ids keep the list's order (an undo walks them newest first)."""
+    LedgerEntry.objects.bulk_create(rows, batch_size=500)
 
 
 def semantic_snapshot(memory: Memory, names: Sequence[str]) -> dict[str, Any]:
@@ -73,6 +93,15 @@ def memory_transition(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], operat
                      inputs={"from": transition.from_state}, outputs={"to": transition.to_state},
                      undoable=operation in {"consolidate", "supersede", "decay", "retention"})
     return moved
+
+
+def memories_lock_active(*, tenant_id: int, memory_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Lock these memories where still active, in id order (two writers locking overlapping sets never deadlock),
+    for the rest of the transaction; returns their ids. A chunk of a job's writes leaves out what is not among
+    them: another writer moved it first."""
+    locked = (Memory.objects.select_for_update().filter(tenant_id=tenant_id, id__in=sorted(set(memory_ids)),
+                                                        state=MemoryState.RAW).order_by("id"))
+    return set(locked.values_list("id", flat=True))
 
 
 def _refusal_reason(tenant_id: int, ids: list[uuid.UUID], operation: str) -> str:

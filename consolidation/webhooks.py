@@ -24,7 +24,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from consolidation.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
-from zeromem.core.events import memory_event
+from zeromem.core.events import memory_events
 from zeromem.core.tasks import send_task
 
 WEBHOOK_DELIVER_TASK = "consolidation.webhook_deliver"  # registered in consolidation.tasks
@@ -41,17 +41,21 @@ def webhook_signature(*, secret: str, timestamp: str, body: bytes) -> str:
     return f"sha256={digest}"
 
 
-def webhook_deliveries_create(*, payload: dict[str, Any]) -> list[int]:
-    """One delivery per active endpoint of the event's tenant subscribed to its type (all types when empty)."""
-    endpoints = [e for e in WebhookEndpoint.objects.filter(tenant_id=payload["tenant"], active=True)
-                 if not e.event_types or payload["event"] in e.event_types]
+def webhook_deliveries_create(*, payloads: list[dict[str, Any]]) -> list[int]:
+    """One delivery per event and active endpoint of its tenant subscribed to its type (all types when empty).
+    The endpoints are read once per tenant of `payloads` (a job commits hundreds of events at a time)."""
+    endpoints = {tenant: list(WebhookEndpoint.objects.filter(tenant_id=tenant, active=True))
+                 for tenant in {p["tenant"] for p in payloads}}
     created = []
-    for endpoint in endpoints:
-        delivery, new = WebhookDelivery.objects.get_or_create(
-            endpoint=endpoint, event_id=uuid.UUID(payload["id"]),
-            defaults={"event_type": payload["event"], "payload": json.loads(json.dumps(payload, default=str))})
-        if new:
-            created.append(delivery.id)
+    for payload in payloads:
+        for endpoint in endpoints[payload["tenant"]]:
+            if endpoint.event_types and payload["event"] not in endpoint.event_types:
+                continue
+            delivery, new = WebhookDelivery.objects.get_or_create(
+                endpoint=endpoint, event_id=uuid.UUID(payload["id"]),
+                defaults={"event_type": payload["event"], "payload": json.loads(json.dumps(payload, default=str))})
+            if new:
+                created.append(delivery.id)
     return created
 
 
@@ -89,9 +93,9 @@ def _record_attempt(delivery: WebhookDelivery, code: int | None, error: str) -> 
     return ok
 
 
-@receiver(memory_event, dispatch_uid="zeromem-webhooks")
-def _on_event(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
+@receiver(memory_events, dispatch_uid="zeromem-webhooks")
+def _on_events(sender: Any, payloads: list[dict[str, Any]], **kwargs: Any) -> None:
     """After commit: create the deliveries and enqueue them. Errors are logged (the signal is sent robustly):
     the change that caused the event is already committed and must not be affected."""
-    for delivery_id in webhook_deliveries_create(payload=payload):
+    for delivery_id in webhook_deliveries_create(payloads=payloads):
         send_task(WEBHOOK_DELIVER_TASK, delivery_id=delivery_id)

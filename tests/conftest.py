@@ -29,16 +29,16 @@ def subprocess_database_url() -> str:
 @pytest.fixture
 def events() -> Iterator[list[dict[str, Any]]]:
     """Every event payload sent (after commit) while the test runs."""
-    from zeromem.core.events import memory_event
+    from zeromem.core.events import memory_events
 
     seen: list[dict[str, Any]] = []
 
-    def receiver(sender: Any, payload: dict[str, Any], **kwargs: Any) -> None:
-        seen.append(payload)
+    def receiver(sender: Any, payloads: list[dict[str, Any]], **kwargs: Any) -> None:
+        seen.extend(payloads)
 
-    memory_event.connect(receiver)
+    memory_events.connect(receiver)
     yield seen
-    memory_event.disconnect(receiver)
+    memory_events.disconnect(receiver)
 
 
 @pytest.fixture

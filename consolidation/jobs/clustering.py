@@ -1,9 +1,11 @@
 """The clustering job for one (tenant, user): select, cluster, and write each cluster as a semantic memory.
 
-Every cluster is written in its own short transaction that (1) renews the run's lease (a worker that lost
-it writes nothing), (2) creates or updates the semantic memory and its source links, (3) moves the sources
-to consolidated with a conditional UPDATE (a source another writer moved first aborts the cluster), and
-(4) writes the ledger row; events go out after commit. Embedding happens before the transaction.
+Merges are written in chunks of ZEROMEMORY_CLUSTERING_WRITE_CHUNK, each in one short transaction that (1) renews
+the run's lease (a worker that lost it writes nothing), (2) locks the chunk's memories in id order and leaves out a
+cluster another writer moved a source of first, (3) creates or updates the semantic memories and their source
+links set-based, (4) moves the sources to consolidated with one conditional UPDATE, and (5) writes one ledger row
+per cluster; events go out after commit. A chunk's merged texts are embedded before its transaction, while the
+chunk before it is written. A crashed run leaves whole chunks written and resumes by planning from what is raw.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,21 +30,28 @@ from consolidation.jobs.update_judge import Judge, update_judge
 from consolidation.jobs.updates import (
     Decision,
     Retirement,
-    decision_write,
+    decisions_write,
     retirement_vectors,
     retirement_write,
     updates_plan,
 )
 from consolidation.jobs.window_digest import window_digests_write
-from consolidation.ledger import ledger_write, memory_transition, semantic_snapshot
-from consolidation.models import ConsolidationRun, RunKind, RunStatus
+from consolidation.ledger import (
+    ledger_row,
+    ledger_write,
+    ledger_write_all,
+    memories_lock_active,
+    memory_transition,
+    semantic_snapshot,
+)
+from consolidation.models import ConsolidationRun, LedgerEntry, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
-from zeromem.core.events import event_emit, semantic_event_data
+from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.models import Memory, MemorySource, MemoryState, MemoryType, Tenant
+from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
 
@@ -159,40 +169,56 @@ def _semantic_fields(rows: Sequence[ClusteringRow], text: str) -> dict[str, Any]
     }
 
 
-def _write_merge(*, run: ConsolidationRun, worker: str, tenant_id: int, user_id: str, loaded: Loaded,
-                 merge: Merge, vector: list[float] | None) -> Memory:
-    members = [loaded.rows[i] for i in merge.members]
-    everything = members + ([loaded.rows[merge.base]] if merge.base is not None else [])
-    fields = _semantic_fields(everything, merge.text)
+def merges_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded, merges: Sequence[Merge],
+                 vectors: Sequence[list[float] | None]) -> list[Merge]:
+    """Write a chunk of merges in one transaction and return those written:
+    1. renew the lease (a worker that lost it writes nothing);
+    2. lock every member and base still active, in id order (two writers never deadlock), and leave out a merge
+       another writer moved one of its memories of first (its memories stay as they are);
+    3. insert the new semantic memories and update the bases, link the sources, count the new texts into the
+       BM25 statistics;
+    4. consolidate every member with one conditional UPDATE (all or none);
+    5. one ledger row per merge; the events go out after commit."""
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
-        semantic, base_before = _upsert_semantic(tenant_id, user_id, loaded, merge, fields, vector)
+        active = memories_lock_active(tenant_id=tenant_id,
+                                      memory_ids=[loaded.ids[i] for merge in merges for i in _touched(merge)])
+        kept = [(merge, vector) for merge, vector in zip(merges, vectors, strict=True)
+                if all(loaded.ids[i] in active for i in _touched(merge))]
+        if not kept:
+            return []
+        written = [_semantic(tenant_id, run.user_id, loaded, merge, vector) for merge, vector in kept]
+        created = [memory for (memory, before), (merge, _) in zip(written, kept, strict=True) if merge.base is None]
+        Memory.objects.bulk_create(created, batch_size=500)
+        search_stats_add(memory_ids=[m.id for m in created])
         MemorySource.objects.bulk_create([
-            MemorySource(memory=semantic, source_id=r.id, source_memory_id=r.id,
-                         source_content_hash=r.content_hash) for r in members], ignore_conflicts=True)
-        memory_transition(tenant_id=tenant_id, memory_ids=[r.id for r in members], operation="consolidate",
-                          actor=f"run:{run.id}", run_id=run.id, reason="folded into a semantic memory")
-        ledger_write(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=user_id,
-                     memory_ids=[r.id for r in members],
-                     inputs={"members": [{"id": str(r.id), "content_hash": r.content_hash} for r in members],
-                             "base": str(semantic.id) if merge.base is not None else None,
-                             "base_content": loaded.rows[merge.base].content if merge.base is not None else None,
-                             "base_before": base_before},
-                     outputs={"semantic_id": str(semantic.id), "content": merge.text,
-                              "created": merge.base is None},
-                     reason="clustered by shared entities / embedding similarity", scores=merge.scores,
-                     undoable=True)
-        _emit_merge(tenant_id, semantic, members, created=merge.base is None)
-    return semantic
+            MemorySource(memory=memory, source_id=loaded.ids[i], source_memory_id=loaded.ids[i],
+                         source_content_hash=loaded.rows[i].content_hash)
+            for (memory, _), (merge, _) in zip(written, kept, strict=True) for i in merge.members],
+            ignore_conflicts=True, batch_size=1000)
+        memory_transition(tenant_id=tenant_id, memory_ids=[loaded.ids[i] for merge, _ in kept for i in merge.members],
+                          operation="consolidate", actor=f"run:{run.id}", run_id=run.id,
+                          reason="folded into a semantic memory")
+        ledger_write_all([_merge_row(run, tenant_id, loaded, merge, memory, before)
+                          for (memory, before), (merge, _) in zip(written, kept, strict=True)])
+        event_emit_all(tenant_id=tenant_id, events=[
+            event for (memory, _), (merge, _) in zip(written, kept, strict=True)
+            for event in _merge_events(memory, [loaded.rows[i] for i in merge.members], created=merge.base is None)])
+    return [merge for merge, _ in kept]
 
 
-def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, fields: dict[str, Any],
-                     vector: list[float] | None) -> tuple[Memory, dict[str, Any] | None]:
-    """(the semantic memory, the base's fields before this merge — what an undo puts back — or None)."""
+def _touched(merge: Merge) -> list[int]:
+    return [*merge.members, *([merge.base] if merge.base is not None else [])]
+
+
+def _semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, vector: list[float] | None
+              ) -> tuple[Memory, dict[str, Any] | None]:
+    """(the semantic memory — a new one, not saved yet, or the base updated — and the base's fields before this
+    merge, what an undo puts back, or None)."""
+    members = [loaded.rows[i] for i in merge.members]
+    fields = _semantic_fields(members + ([loaded.rows[merge.base]] if merge.base is not None else []), merge.text)
     if merge.base is not None:
-        base = Memory.objects.select_for_update().filter(id=loaded.ids[merge.base], state=MemoryState.RAW).first()
-        if base is None:
-            raise TransitionRefused(f"semantic memory {loaded.ids[merge.base]} is no longer active")
+        base = Memory.objects.get(id=loaded.ids[merge.base])  # locked by the caller
         before = semantic_snapshot(base, [*fields, "metadata"])
         for name, value in fields.items():
             setattr(base, name, value)
@@ -202,19 +228,31 @@ def _upsert_semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge,
         base.save()
         return base, before
     namespace, entity_id, window = loaded.items[merge.members[0]].scope
-    semantic = Memory.objects.create(
-        tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
-        memory_type=MemoryType.SEMANTIC, embedding=vector, created_at=timezone.now(),
-        metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields)
-    search_stats_add(memory_ids=[semantic.id])
-    return semantic, None
+    return Memory(tenant_id=tenant_id, user_id=user_id, namespace=namespace, entity_id=entity_id, window=window,
+                  memory_type=MemoryType.SEMANTIC, embedding=vector, created_at=timezone.now(),
+                  metadata={"source_type": "consolidated", "source_count": len(merge.members)}, **fields), None
 
 
-def _emit_merge(tenant_id: int, semantic: Memory, members: Sequence[ClusteringRow], *, created: bool) -> None:
+def _merge_row(run: ConsolidationRun, tenant_id: int, loaded: Loaded, merge: Merge, semantic: Memory,
+               base_before: dict[str, Any] | None) -> LedgerEntry:
+    members = [loaded.rows[i] for i in merge.members]
+    return ledger_row(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
+                      memory_ids=[r.id for r in members],
+                      inputs={"members": [{"id": str(r.id), "content_hash": r.content_hash} for r in members],
+                              "base": str(semantic.id) if merge.base is not None else None,
+                              "base_content": loaded.rows[merge.base].content if merge.base is not None else None,
+                              "base_before": base_before},
+                      outputs={"semantic_id": str(semantic.id), "content": merge.text,
+                               "created": merge.base is None},
+                      reason="clustered by shared entities / embedding similarity", scores=merge.scores,
+                      undoable=True)
+
+
+def _merge_events(semantic: Memory, members: Sequence[ClusteringRow], *, created: bool
+                  ) -> list[tuple[str, dict[str, Any]]]:
     data = {"semantic_id": str(semantic.id), "user_id": semantic.user_id, "created": created,
             "source_ids": [str(r.id) for r in members], **semantic_event_data(semantic)}
-    event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
-    event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
+    return [("memory.semantic.updated", data), ("memory.merged", data)]
 
 
 # --- running -------------------------------------------------------------------------------------------------
@@ -228,7 +266,6 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force,
                            judge=update_judge(run=run, tenant=tenant))
     planned = time.perf_counter()
-    vectors = embed_texts([m.text for m in plan.merges])
     claim_vectors = retirement_vectors(plan.retirements)
     embedded = time.perf_counter()
     counts: dict[str, Any] = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0,
@@ -236,25 +273,21 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     baseline = canary_baseline(run=run, consolidating=_consolidating(plan), neighbours=plan.loaded.rows)
     guarded = time.perf_counter()
     try:
-        for decision in plan.decisions:
-            written_kind = decision_write(run, worker, tenant.id, plan.loaded, decision)
-            if written_kind:
-                counts["superseded" if written_kind == SUPERSEDE else "flagged"] += 1
+        counts = _write_decisions(run, worker, tenant.id, plan, counts)
         for retirement, vectors_of_claims in zip(plan.retirements, claim_vectors, strict=True):
             counts["claims_retired"] += retirement_write(run, worker, tenant.id, plan.loaded, retirement,
                                                          vectors_of_claims)
         counts["archived"] = _archive_uninformative(run, worker, tenant.id, plan)
-        for done, (merge, vector) in enumerate(zip(plan.merges, vectors, strict=True), 1):
-            counts = _write_one(run, worker, tenant.id, plan, merge, vector, counts)
-            if progress:
-                progress(done, len(plan.merges))
+        counts, merges_embedding = _write_merges(run, worker, tenant.id, plan, counts, progress)
         digests = window_digests_write(run=run, worker=worker, tenant_id=tenant.id, loaded=plan.loaded)
         counts = {**counts, "clusters": counts["clusters"] + digests, "created": counts["created"] + digests}
         written = time.perf_counter()
         failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
-    counts["timings"] = {"plan_s": round(planned - started, 3), "embed_s": round(embedded - planned, 3),
+    # The merges are embedded while earlier chunks are written: embed_s overlaps write_s.
+    counts["timings"] = {"plan_s": round(planned - started, 3),
+                         "embed_s": round(embedded - planned + merges_embedding, 3),
                          "write_s": round(written - guarded, 3),
                          "canary_s": round(guarded - embedded + time.perf_counter() - written, 3),
                          "candidate_pairs": plan.pairs}
@@ -293,15 +326,45 @@ def _archive_uninformative(run: ConsolidationRun, worker: str, tenant_id: int, p
     return archived
 
 
-def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, merge: Merge,
-               vector: list[float] | None, counts: dict[str, Any]) -> dict[str, Any]:
-    try:
-        _write_merge(run=run, worker=worker, tenant_id=tenant_id, user_id=run.user_id, loaded=plan.loaded,
-                     merge=merge, vector=vector)
-    except TransitionRefused:
-        return counts  # another writer got there first: nothing of this cluster was written
-    return {**counts, "clusters": counts["clusters"] + 1, "merged": counts["merged"] + len(merge.members),
-            "created": counts["created"] + (merge.base is None)}
+def _write_decisions(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan,
+                     counts: dict[str, Any]) -> dict[str, Any]:
+    size = settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK
+    for start in range(0, len(plan.decisions), size):
+        written = decisions_write(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded,
+                                  decisions=plan.decisions[start:start + size])
+        superseded = sum(d.verdict.kind == SUPERSEDE for d in written)
+        counts = {**counts, "superseded": counts["superseded"] + superseded,
+                  "flagged": counts["flagged"] + len(written) - superseded}
+    return counts
+
+
+def _write_merges(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan, counts: dict[str, Any],
+                  progress: Progress | None) -> tuple[dict[str, Any], float]:
+    """Embed and write the merges chunk by chunk, the next chunk embedded while this one is written (the embedder
+    works outside the GIL, so the two overlap on a second core). Returns the counts and the seconds spent
+    embedding."""
+    size = settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK
+    chunks = [plan.merges[start:start + size] for start in range(0, len(plan.merges), size)]
+    embedding = 0.0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-embed") as embedder:
+        upcoming = [embedder.submit(_embedded, chunk) for chunk in chunks[:1]]
+        for number, chunk in enumerate(chunks):
+            vectors, seconds = upcoming.pop().result()
+            embedding += seconds
+            upcoming += [embedder.submit(_embedded, next_chunk) for next_chunk in chunks[number + 1:number + 2]]
+            written = merges_write(run=run, worker=worker, tenant_id=tenant_id, loaded=plan.loaded,
+                                   merges=chunk, vectors=vectors)
+            counts = {**counts, "clusters": counts["clusters"] + len(written),
+                      "merged": counts["merged"] + sum(len(m.members) for m in written),
+                      "created": counts["created"] + sum(m.base is None for m in written)}
+            if progress:
+                progress(min((number + 1) * size, len(plan.merges)), len(plan.merges))
+    return counts, embedding
+
+
+def _embedded(merges: Sequence[Merge]) -> tuple[list[list[float] | None], float]:
+    started = time.perf_counter()
+    return embed_texts([m.text for m in merges]), time.perf_counter() - started
 
 
 def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: bool = False,

@@ -87,12 +87,14 @@ def informative_text(content: str) -> str:
 
 
 def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> list[float]:
+    """Budget recall of each probe, all searched in one read transaction (not one per statement)."""
     scope = MemoryFilter(tenant_id=tenant_id, user_id=user_id)
     recalls = []
-    for probe in probes:
-        hits = [h.memory for h in memories_search(scope=scope, query=probe.query, top_k=SEARCH_DEPTH)]
-        covers = provenance([m.id for m in hits])
-        recalls.append(budget_recall([(m.id, len(m.content)) for m in hits], covers, probe.expected))
+    with transaction.atomic():
+        for probe in probes:
+            hits = [h.memory for h in memories_search(scope=scope, query=probe.query, top_k=SEARCH_DEPTH)]
+            covers = provenance([m.id for m in hits])
+            recalls.append(budget_recall([(m.id, len(m.content)) for m in hits], covers, probe.expected))
     return recalls
 
 

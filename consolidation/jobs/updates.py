@@ -27,14 +27,21 @@ from consolidation.domain.contradictions import (
     updates_of,
 )
 from consolidation.jobs.update_judge import Judge
-from consolidation.ledger import ledger_write, memory_transition, profile_change_record
-from consolidation.models import ConsolidationRun
+from consolidation.ledger import (
+    ledger_row,
+    ledger_write,
+    ledger_write_all,
+    memories_lock_active,
+    memory_transition,
+    profile_change_record,
+)
+from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import run_fence
 from consolidation.selectors import ClusteringRow, Loaded
 from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
-from zeromem.core.events import event_emit, semantic_event_data
+from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 
@@ -98,41 +105,71 @@ def decisions_of(updates: Updates) -> list[Decision]:
 
 # --- writing -------------------------------------------------------------------------------------------------
 
-def _write_decision(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
-                    decision: Decision) -> bool:
-    """A supersede (older archived, `superseded_by`, `valid_to`, a supersedes relation, `memory.superseded`) or a
-    flagged contradiction (a contradicts relation for review), with a ledger row holding the evidence. True
-    when something was written."""
-    older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
-    evidence = {"older": {"id": str(older.id), "content": older.content, "at": older.created_at.isoformat()},
-                "newer": {"id": str(newer.id), "content": newer.content, "at": newer.created_at.isoformat()}}
-    supersede = decision.verdict.kind == SUPERSEDE
+def decisions_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded,
+                    decisions: Sequence[Decision]) -> list[Decision]:
+    """Write a chunk of decisions in one transaction and return those written: supersedes (the older statement
+    archived with `superseded_by` and `valid_to`, a supersedes relation, `memory.superseded` after commit) and
+    flagged contradictions (a contradicts relation for review; a pair flagged before is left alone), each with a
+    ledger row holding the evidence.
+    1. renew the lease; 2. lock the older statements still active, in id order (one another writer moved first is
+    left out); 3. one conditional UPDATE retires them all; 4. relations, ledger rows and events set-based."""
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
-        if supersede:
-            memory_transition(tenant_id=tenant_id, memory_ids=[older.id], operation="supersede",
-                              actor=f"run:{run.id}", run_id=run.id, reason=decision.verdict.reason)
-            # The older statement stopped being true when the newer one was said, not when this run noticed.
-            Memory.objects.filter(id=older.id).update(superseded_by_id=newer.id, valid_to=newer.said_at)
-        _, created = MemoryRelation.objects.get_or_create(
-            tenant_id=tenant_id, from_memory_id=newer.id, to_memory_id=older.id,
-            relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,
-            defaults={"flagged": not supersede, "score": decision.verdict.overlap,
-                      "metadata": {"reason": decision.verdict.reason}})
-        if not created and not supersede:
-            return False  # flagged before: one flag is enough
-        profile_entries = _retire_profile_items(run, tenant_id, older.id, decision.replaced_values) if supersede \
-            else []
-        ledger_write(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
-                     actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
-                     memory_ids=[older.id, newer.id], inputs=evidence, reason=decision.verdict.reason,
-                     outputs={"profile_entries": profile_entries},
-                     scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
-        if supersede:
-            event_emit(event="memory.superseded", tenant_id=tenant_id,
-                       data={"memory_id": str(older.id), "superseded_by": str(newer.id),
-                             "reason": decision.verdict.reason})
-    return True
+        supersedes = [d for d in decisions if d.verdict.kind == SUPERSEDE]
+        active = memories_lock_active(tenant_id=tenant_id, memory_ids=[loaded.ids[d.older] for d in supersedes])
+        supersedes = [d for d in supersedes if loaded.ids[d.older] in active]
+        flags = _not_flagged_before(tenant_id, loaded, [d for d in decisions if d.verdict.kind != SUPERSEDE])
+        if supersedes:
+            memory_transition(tenant_id=tenant_id, memory_ids=[loaded.ids[d.older] for d in supersedes],
+                              operation="supersede", actor=f"run:{run.id}", run_id=run.id,
+                              reason="replaced by newer statements (the supersede rows say which)")
+            # An older statement stopped being true when the newer one was said, not when this run noticed.
+            Memory.objects.bulk_update([Memory(id=loaded.ids[d.older], superseded_by_id=loaded.ids[d.newer],
+                                               valid_to=loaded.rows[d.newer].said_at) for d in supersedes],
+                                       ["superseded_by", "valid_to"], batch_size=500)
+        MemoryRelation.objects.bulk_create([_relation(tenant_id, loaded, d) for d in [*supersedes, *flags]],
+                                           ignore_conflicts=True, batch_size=500)
+        ledger_write_all([_decision_row(run, tenant_id, loaded, d) for d in [*supersedes, *flags]])
+        event_emit_all(tenant_id=tenant_id, events=[
+            ("memory.superseded", {"memory_id": str(loaded.ids[d.older]), "superseded_by": str(loaded.ids[d.newer]),
+                                   "reason": d.verdict.reason}) for d in supersedes])
+    return [*supersedes, *flags]
+
+
+def _not_flagged_before(tenant_id: int, loaded: Loaded, flags: Sequence[Decision]) -> list[Decision]:
+    """The flags whose pair has no contradicts relation yet: one flag is enough."""
+    if not flags:
+        return []
+    existing = set(MemoryRelation.objects.filter(
+        tenant_id=tenant_id, relation_type=RelationType.CONTRADICTS,
+        from_memory_id__in=[loaded.ids[d.newer] for d in flags], to_memory_id__in=[loaded.ids[d.older] for d in flags],
+    ).values_list("from_memory_id", "to_memory_id"))
+    return [d for d in flags if (loaded.ids[d.newer], loaded.ids[d.older]) not in existing]
+
+
+def _relation(tenant_id: int, loaded: Loaded, decision: Decision) -> MemoryRelation:
+    supersede = decision.verdict.kind == SUPERSEDE
+    return MemoryRelation(tenant_id=tenant_id, from_memory_id=loaded.ids[decision.newer],
+                          to_memory_id=loaded.ids[decision.older],
+                          relation_type=RelationType.SUPERSEDES if supersede else RelationType.CONTRADICTS,
+                          flagged=not supersede, score=decision.verdict.overlap,
+                          metadata={"reason": decision.verdict.reason})
+
+
+def _decision_row(run: ConsolidationRun, tenant_id: int, loaded: Loaded, decision: Decision) -> LedgerEntry:
+    """The decision's evidence; a supersede also retires the profile items built from the older statement (the
+    row names their `profile.update` rows, so undoing it puts the items back)."""
+    older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
+    supersede = decision.verdict.kind == SUPERSEDE
+    profile_entries = _retire_profile_items(run, tenant_id, older.id, decision.replaced_values) if supersede else []
+    return ledger_row(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
+                      actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id, memory_ids=[older.id, newer.id],
+                      inputs={"older": {"id": str(older.id), "content": older.content,
+                                        "at": older.created_at.isoformat()},
+                              "newer": {"id": str(newer.id), "content": newer.content,
+                                        "at": newer.created_at.isoformat()}},
+                      reason=decision.verdict.reason, outputs={"profile_entries": profile_entries},
+                      scores={"attribute_overlap": round(decision.verdict.overlap, 3)}, undoable=supersede)
 
 
 def _retire_profile_items(run: ConsolidationRun, tenant_id: int, source_id: uuid.UUID,
@@ -223,17 +260,6 @@ def retirement_vectors(retirements: Sequence[Retirement]) -> list[list[list[floa
     texts = [[r.remainder, *[c.text for c in r.claims]] for r in retirements]
     flat = iter(embed_texts([t for group in texts for t in group]))
     return [[next(flat) for _ in group] for group in texts]
-
-
-def decision_write(run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded, decision: Decision) -> str:
-    """The kind written ("" when nothing was: another writer moved the older statement first, or the relation
-    existed)."""
-    try:
-        written = _write_decision(run=run, worker=worker, tenant_id=tenant_id, loaded=loaded,
-                                  decision=decision)
-    except TransitionRefused:
-        return ""
-    return decision.verdict.kind if written else ""
 
 
 def retirement_write(run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded, retirement: Retirement,

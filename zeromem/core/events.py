@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -28,8 +29,9 @@ EVENT_TYPES = frozenset({
 STREAM = "zeromem:events"
 STREAM_MAXLEN = 100_000
 
-# Receivers get `payload` (the dict above).
-memory_event = Signal()
+# Receivers get `payloads`: the events one transaction committed (the dicts above), in the order emitted, so a
+# receiver does its look-ups once for a chunk of a job's writes.
+memory_events = Signal()
 
 
 @lru_cache(maxsize=1)
@@ -41,21 +43,32 @@ def redis_client() -> Any:
 
 def event_emit(*, event: str, tenant_id: int, data: dict[str, Any]) -> dict[str, Any]:
     """Queue the event for after the surrounding transaction commits (dropped if it rolls back)."""
-    if event not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {event!r}")
-    payload = {"event": event, "id": str(uuid.uuid4()), "tenant": tenant_id,
-               "occurred_at": timezone.now().isoformat(), "data": data}
-    transaction.on_commit(lambda: publish(payload))
-    return payload
+    return event_emit_all(tenant_id=tenant_id, events=[(event, data)])[0]
 
 
-def publish(payload: dict[str, Any]) -> None:
-    memory_event.send_robust(sender=None, payload=payload)
+def event_emit_all(*, tenant_id: int, events: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Queue (event type, data) pairs for after commit, published together: one stream pipeline, one signal."""
+    unknown = {event for event, _ in events} - EVENT_TYPES
+    if unknown:
+        raise ValueError(f"unknown event type {sorted(unknown)!r}")
+    occurred_at = timezone.now().isoformat()
+    payloads = [{"event": event, "id": str(uuid.uuid4()), "tenant": tenant_id, "occurred_at": occurred_at,
+                 "data": data} for event, data in events]
+    if payloads:
+        transaction.on_commit(lambda: publish(payloads))
+    return payloads
+
+
+def publish(payloads: list[dict[str, Any]]) -> None:
+    memory_events.send_robust(sender=None, payloads=payloads)
     try:
-        redis_client().xadd(STREAM, {"payload": json.dumps(payload, default=str)}, maxlen=STREAM_MAXLEN,
-                      approximate=True)
+        pipeline = redis_client().pipeline(transaction=False)
+        for payload in payloads:
+            pipeline.xadd(STREAM, {"payload": json.dumps(payload, default=str)}, maxlen=STREAM_MAXLEN,
+                          approximate=True)
+        pipeline.execute()
     except Exception:
-        logger.exception("could not publish %s to the %s stream", payload["event"], STREAM)
+        logger.exception("could not publish %d event(s) to the %s stream", len(payloads), STREAM)
 
 
 def semantic_event_data(memory: Memory) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary))
 
     def _targets(self, tenant_name: str | None, user_id: str | None) -> list[tuple[int, str]]:
-        memories = Memory.objects.filter(state=MemoryState.RAW).exclude(memory_type=MemoryType.SEMANTIC)
+        memories = Memory.objects.all()
         if tenant_name:
             tenant = Tenant.objects.filter(name=tenant_name).first()
             if tenant is None:
@@ -57,9 +57,14 @@ class Command(BaseCommand):
             memories = memories.filter(tenant=tenant)
         if user_id:
             memories = memories.filter(user_id=user_id)
-        targets = list(memories.values_list("tenant_id", "user_id").distinct().order_by("tenant_id", "user_id"))
+        pending = memories.filter(state=MemoryState.RAW).exclude(memory_type=MemoryType.SEMANTIC)
+        targets = list(pending.values_list("tenant_id", "user_id").distinct().order_by("tenant_id", "user_id"))
         if user_id and not targets:
-            raise CommandError(f"user {user_id!r} has no active memories")
+            # A user whose memories another run consolidated already has nothing to do (its run says so); a user
+            # with no memory at all is most likely a typo.
+            targets = list(memories.values_list("tenant_id", "user_id").distinct().order_by("tenant_id"))
+            if not targets:
+                raise CommandError(f"user {user_id!r} has no memories")
         return targets
 
     def _show_plan(self, tenant_id: int, user_id: str, force: bool) -> dict[str, int]:

@@ -95,7 +95,8 @@ def full_job_seconds(n: int, params: Params, *, user_id: str = "bench-user") -> 
     with measured() as cost:
         run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
     seconds = time.perf_counter() - started
-    return seconds, {"clusters": run.clusters, "merged": run.merged, **cost.as_json(),
+    return seconds, {"clusters": run.clusters, "merged": run.merged, "superseded": run.superseded,
+                     "flagged": run.flagged, **cost.as_json(),
                      "statements_per_merge": round(cost.statements / max(run.clusters, 1), 1), **run.timings}
 
 
