@@ -182,8 +182,10 @@ class MemoryRelation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # Led by the tenant like every unique constraint of a tenant's rows (tests/test_schema_tenant_rule.py); the
+        # same rule as before, since a relation's tenant is its memories' tenant.
         constraints = [models.UniqueConstraint(name="memory_relation_once",
-                                               fields=["from_memory", "to_memory", "relation_type"])]
+                                               fields=["tenant", "from_memory", "to_memory", "relation_type"])]
 
 
 class IdempotencyKey(models.Model):
