@@ -114,10 +114,14 @@ class Memory(models.Model):
     class Meta:
         verbose_name_plural = "memories"
         indexes = [
-            HnswIndex(name="memory_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64,
-                      opclasses=["vector_cosine_ops"]),
-            GinIndex(name="memory_entities_gin", fields=["entities"]),
-            GinIndex(name="memory_tags_gin", fields=["tags"]),
+            # Vector and GIN indexes hold active memories only: search defaults to them and every query that
+            # needs these indexes says `state = 'raw'` as a literal (a bound parameter could not match the
+            # predicate). A row leaving raw then adds no entry to them, the costliest part of a state change
+            # (never a HOT update: state is in index predicates). The tsvector's GIN index is in migration 0005.
+            HnswIndex(name="memory_active_hnsw", fields=["embedding"], m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"], condition=Q(state="raw")),
+            GinIndex(name="memory_active_entities_gin", fields=["entities"], condition=Q(state="raw")),
+            GinIndex(name="memory_active_tags_gin", fields=["tags"], condition=Q(state="raw")),
             # The jobs read only raw memories, through this partial index, never scanning the table.
             models.Index(name="memory_raw_scope", fields=["tenant", "user_id", "entity_id", "created_at"],
                          condition=Q(state="raw")),
@@ -178,8 +182,10 @@ class MemoryRelation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # Led by the tenant like every unique constraint of a tenant's rows (tests/test_schema_tenant_rule.py); the
+        # same rule as before, since a relation's tenant is its memories' tenant.
         constraints = [models.UniqueConstraint(name="memory_relation_once",
-                                               fields=["from_memory", "to_memory", "relation_type"])]
+                                               fields=["tenant", "from_memory", "to_memory", "relation_type"])]
 
 
 class IdempotencyKey(models.Model):

@@ -93,7 +93,7 @@ def test_the_vector_search_uses_the_hnsw_index(tenant, now):
                        "ORDER BY m.embedding <=> %s::vector LIMIT 100",
                        [*params, str(embed_query("pottery class"))])
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "memory_embedding_hnsw" in plan, plan
+    assert "memory_active_hnsw" in plan, plan
 
 
 def test_search_endpoint_answers_ranked_results(api):

@@ -1,0 +1,83 @@
+"""The memory table's layout (ARCHITECTURE.md, "Data model"): vector and GIN indexes hold active memories only, and
+the queries that need them can use them; a vector stays in its row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from consolidation.selectors import has_near_twin
+from tests.factories import ingest, ingest_one
+from zeromem.core.selectors import MemoryFilter, memories_search
+
+pytestmark = pytest.mark.usefixtures("hash_embedder")
+
+
+def _statements_of(call: Callable[[], Any], marker: str) -> list[tuple[str, Any]]:
+    """The SQL statements (with their parameters) containing `marker` that `call` runs."""
+    seen: list[tuple[str, Any]] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if marker in sql:
+            seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        call()
+    return seen
+
+
+def _plan_without_btrees(sql: str, params: Any) -> str:
+    """The plan of `sql` when a sequential scan is the only other way: the btree indexes are dropped (the test's
+    transaction puts them back) and sequential scans are disabled, so a partial index appears in the plan exactly
+    when the planner can prove the query's WHERE implies its predicate."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'zeromem_memory' "
+                       "AND indexdef LIKE '%%USING btree%%' AND indexname <> 'zeromem_memory_pkey'")
+        for (name,) in cursor.fetchall():
+            cursor.execute(f'DROP INDEX "{name}"')
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes(tenant):
+    ingest(tenant, ["The billing-api timed out after a schema change.", "Alice paints lighthouses."], session="s1")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
+    (vector_pool,) = _statements_of(search, "ORDER BY m.embedding <=>")
+    (lexical_pool,) = _statements_of(search, "@@")
+    assert "memory_active_hnsw" in _plan_without_btrees(*vector_pool)
+    assert "memory_active_search_gin" in _plan_without_btrees(*lexical_pool)
+
+
+def test_the_twin_probe_can_use_the_partial_vector_index(tenant):
+    ingest(tenant, ["The billing-api timed out after a schema change."], session="s1")
+    probe = partial(has_near_twin, tenant_id=tenant.id, user_id="u1", vector=np.ones(384, dtype=np.float32),
+                    threshold=0.85, excluding=[])
+    (statement,) = _statements_of(probe, "ORDER BY m.embedding <=>")
+    assert "memory_active_hnsw" in _plan_without_btrees(*statement)
+
+
+def _toasted(memory_id: Any, column: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_column_toast_chunk_id({column}) IS NOT NULL FROM zeromem_memory WHERE id = %s",
+                       [memory_id])
+        return bool(cursor.fetchone()[0])
+
+
+def test_a_vector_stays_in_its_row_past_the_toast_threshold(tenant):
+    # ~600 characters with their tsvector take the row past the ~2 KB at which PostgreSQL moves values out.
+    memory_id = ingest_one(tenant, " ".join(f"Alice noted item {i} of the migration plan." for i in range(14)),
+                           session="s1")
+    assert not _toasted(memory_id, "embedding") and not _toasted(memory_id, "content")
+
+
+def test_a_long_memory_moves_its_text_out_and_keeps_its_vector(tenant):
+    words = [f"w{i * 7919 % 100003}" for i in range(4000)]  # ~25 KB that compresses poorly
+    memory_id = ingest_one(tenant, " ".join(words), session="s1")
+    assert _toasted(memory_id, "content") and not _toasted(memory_id, "embedding")
