@@ -261,11 +261,14 @@ def _nearest(*, where: str, params: list[Any], vector: Sequence[float] | np.ndar
     literal = str(list(map(float, vector)))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT m.id, m.content FROM zeromem_memory m
-                 WHERE {where} AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
-                   AND m.embedding <=> %s::vector <= %s
-                 ORDER BY m.embedding <=> %s::vector LIMIT %s""",
-            [*params, [str(i) for i in excluding], literal, 1 - threshold, literal, limit])
+            # The nearest first, then the threshold: a filter on the distance inside the index scan would make
+            # pgvector's iterative scan (on for every connection) walk the whole graph when nothing is near.
+            f"""SELECT id, content FROM (
+                    SELECT m.id, m.content, m.embedding <=> %s::vector AS distance FROM zeromem_memory m
+                     WHERE {where} AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
+                     ORDER BY m.embedding <=> %s::vector LIMIT %s) nearest
+                 WHERE distance <= %s ORDER BY distance""",
+            [literal, *params, [str(i) for i in excluding], literal, limit, 1 - threshold])
         return [(str(i), text) for i, text in cursor.fetchall()]
 
 

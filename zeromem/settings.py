@@ -73,7 +73,15 @@ def database_config(url: str) -> dict[str, object]:
         raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, got {url.split('@')[-1]!r}")
     config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     config["ENGINE"] = "django.db.backends.postgresql"
+    # The search's vector pool filters an HNSW scan by user: pgvector 0.8 keeps walking the graph until enough
+    # rows pass (iterative scan), from 100 candidates (the pool). Set once per connection, not per query.
+    options = dict(config.get("OPTIONS") or {})  # type: ignore[call-overload]
+    options["options"] = f"{options.get('options', '')} {HNSW_OPTIONS}".strip()
+    config["OPTIONS"] = options
     return config
+
+
+HNSW_OPTIONS = "-c hnsw.ef_search=100 -c hnsw.iterative_scan=relaxed_order"
 
 
 def redis_url(url: str) -> str:
@@ -200,6 +208,8 @@ ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0
 # with the query and point away from it (cosine <= 0): noise that filled the top k, not answers. A higher floor
 # also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
 ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
+# How long a web process keeps an authenticated API key: a revoked key is refused everywhere within this time.
+ZEROMEMORY_KEY_CACHE_SECONDS = env_float("ZEROMEMORY_KEY_CACHE_SECONDS", 5.0, minimum=0.0, maximum=300.0)
 ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
 # An assistant's turn (role "assistant") ranks at this share of its score: what the user said about themselves is
 # the memory; the assistant's long generic answers share the question's words and would crowd it out (LongMemEval

@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
 from zeromem.core.domain.entities import classify_kind, extract_entities
@@ -324,14 +325,18 @@ def apikey_issue(*, key: ApiKey) -> str:
 
 
 def apikey_touch(*, key: ApiKey) -> None:
-    """Record use at most once a minute per key: no write on every request."""
+    """Record use at most once a minute per key: no write on every request (the key object, which the process
+    may hold a few seconds, remembers when it was written)."""
     now = timezone.now()
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
 
 
 def apikey_revoke(*, key: ApiKey) -> None:
+    """Revoke a key: refused at once by this process, by the others within ZEROMEMORY_KEY_CACHE_SECONDS."""
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    keycache.clear()  # before commit is harmless: a rolled-back revocation only costs one lookup
 
 
 def tenant_get_or_create(*, name: str) -> Tenant:
