@@ -16,6 +16,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from consolidation.domain.clustering import Item
+from consolidation.domain.digests import SOURCE_TYPE as DIGEST
 from consolidation.models import ConsolidationRun, LedgerEntry
 from zeromem.core.selectors import keyset_page
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
@@ -42,7 +43,8 @@ def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
 
 def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> QuerySet[Memory]:
     """Active memories a clustering run may fold: episodes older than the recency window and outside the
-    current session (unless forced), plus the active semantic memories they may join."""
+    current session (unless forced), plus the active semantic memories they may join. A window's digest joins
+    no cluster: only the window's next digest folds it (`consolidation/jobs/window_digest.py`)."""
     active = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW)
     episodes = active.filter(memory_type__in=EPISODIC_TYPES)
     if not force:
@@ -50,7 +52,8 @@ def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: b
         current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
         if current is not None:
             episodes = episodes.exclude(current)
-    return episodes | active.filter(memory_type=MemoryType.SEMANTIC)
+    digests = Q(metadata__contains={"source_type": DIGEST})  # `@>`: false, not NULL, without the key
+    return episodes | active.filter(memory_type=MemoryType.SEMANTIC).exclude(digests)
 
 
 def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str]]:
