@@ -70,3 +70,9 @@ def test_a_memory_edited_while_its_page_was_embedded_keeps_the_vector_of_its_new
     monkeypatch.setattr(services, "embed_texts", edited_meanwhile)
     assert services.memories_reembed() == 0
     assert Memory.objects.get(id=memory_id).embedding[1] == 1.0
+
+
+def test_a_blank_memory_has_no_vector_to_replace_and_does_not_stop_the_run(tenant):
+    ingest(tenant, ["memory 1", "memory 2"])
+    Memory.objects.filter(content="memory 1").update(content=" ", embedding=None)
+    assert services.memories_reembed() == 1

@@ -297,15 +297,15 @@ def memories_reembed(*, after: uuid.UUID | None = None, batch_size: int = 256,
     stopped run resumes with `after` = the last id it reported. Returns how many vectors were replaced.
 
     1. read a page of (id, content, content_hash) past `after`;
-    2. embed it outside any transaction; any text the embedder could not embed stops the run (ReembedStopped)
-       rather than leave a memory without a vector;
+    2. embed it outside any transaction; a text the embedder failed on stops the run (ReembedStopped) rather than
+       leave a memory without a vector (a blank one never had one);
     3. write the page's vectors where the content is still the one embedded (a concurrent edit re-embeds itself).
     """
     queryset = Memory.objects.filter(id__gt=after) if after else Memory.objects.all()
     replaced = 0
     for page in _pages(queryset, batch_size):
         vectors = embed_texts([content for _, content, _ in page])
-        if any(vector is None for vector in vectors):
+        if any(vector is None and content.strip() for (_, content, _), vector in zip(page, vectors, strict=True)):
             raise ReembedStopped(after)
         replaced += _write_vectors(page, vectors, only_missing=False)
         after = page[-1][0]
