@@ -183,13 +183,22 @@ LOGGING = {
 }
 
 # --- zeromem ---------------------------------------------------------------------------------------------
-# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2 int8 ONNX), "builtin:hash" (deterministic, meaning-free;
+# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, int8 ONNX), "builtin:hash" (deterministic, meaning-free;
 # tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
 ZEROMEMORY_EMBEDDING_DIM = env_int("ZEROMEMORY_EMBEDDING_DIM", 384, minimum=8, maximum=4000)
 if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM != 384:
     raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
-ZEROMEMORY_EMBEDDING_BATCH = env_int("ZEROMEMORY_EMBEDDING_BATCH", 16, minimum=1, maximum=1024)
+# Texts of one call embedded at once, each by a single-threaded run of the one session (so at most this many cores).
+ZEROMEMORY_EMBEDDING_WORKERS = env_int("ZEROMEMORY_EMBEDDING_WORKERS", 2, minimum=1, maximum=64)
+# Where builtin:minilm keeps the int8 model it derives from the installed package on first use (~60 MB).
+ZEROMEMORY_MODEL_CACHE_DIR = env_str("ZEROMEMORY_MODEL_CACHE_DIR", os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "zeromem"))
+if not os.path.isabs(ZEROMEMORY_MODEL_CACHE_DIR):
+    raise ImproperlyConfigured(
+        f"ZEROMEMORY_MODEL_CACHE_DIR must be an absolute path, got {ZEROMEMORY_MODEL_CACHE_DIR!r}")
+# Search-query vectors kept per process (least recently used first out); 0 embeds every query.
+ZEROMEMORY_QUERY_CACHE_SIZE = env_int("ZEROMEMORY_QUERY_CACHE_SIZE", 1024, minimum=0, maximum=1_000_000)
 # Batches up to this size are embedded inside the request (the agent can search what it just wrote);
 # larger ones are stored first and embedded by a Celery task (keyword-findable meanwhile).
 ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum=0, maximum=1000)
