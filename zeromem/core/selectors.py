@@ -167,6 +167,7 @@ def _or_tsquery(lexemes: Sequence[str]) -> str:
 
 # Columns a search result carries: every field but the vector (read only to compare, never sent back).
 _RESULT_FIELDS = [f for f in Memory._meta.concrete_fields if f.attname != "embedding"]
+_ROLE = [f.attname for f in _RESULT_FIELDS].index("role")
 
 
 def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | None,
@@ -208,25 +209,27 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
-def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10,
-                    min_score: float | None = None) -> list[SearchHit]:
+def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10, min_score: float | None = None,
+                    newer_first: bool = True) -> list[SearchHit]:
     """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
     BM25 fused with cosine similarity. A memory without an embedding still ranks by its words. `min_score`
     (what agents get: ZEROMEMORY_SEARCH_MIN_SCORE) drops hits scored at or below it; internal measures (canaries,
-    evaluate) leave it None, so their figures stay comparable with earlier runs. Two statements, no ORM
-    hydration: the query's terms, then the pools with everything ranking and the results need."""
+    evaluate) leave it None, so their figures stay comparable with earlier runs. `newer_first`: move the newer of
+    two results stating one attribute above the older (what agents get; the retrieval safety net, which compares
+    a ranking before and after a run, skips it). Two statements, no ORM hydration: the query's terms, then the
+    pools with everything ranking and the results need."""
     terms = query_terms(scope, query)
     vector = embed_query(query)
-    rows = _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL)
-    memories = {str(row[0]): _memory(row) for row in rows}
+    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL)}
     assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
-    candidates = [Candidate(id=str(row[0]), cosine=row[-3], length=row[-2] or 0,
+    candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
                             term_freqs={term: int(n) for term, n in row[-1] or []},
-                            weight=assistant if memories[str(row[0])].role == "assistant" else 1.0) for row in rows]
+                            weight=assistant if row[_ROLE] == "assistant" else 1.0) for id_, row in rows.items()]
     ranked = fuse(candidates, terms.stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
                   length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
-    return newer_statements_first([SearchHit(memory=memories[r.id], score=r.score, bm25=r.bm25, cosine=r.cosine)
-                                   for r in ranked if min_score is None or r.score > min_score])
+    hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
+            for r in ranked if min_score is None or r.score > min_score]
+    return newer_statements_first(hits) if newer_first else hits
 
 
 def _memory(row: tuple[Any, ...]) -> Memory:
