@@ -13,6 +13,7 @@ from django.db import connection
 
 from consolidation.selectors import has_near_twin
 from tests.factories import ingest, ingest_one
+from zeromem.core import selectors
 from zeromem.core.selectors import MemoryFilter, memories_search
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
@@ -46,13 +47,21 @@ def _plan_without_btrees(sql: str, params: Any) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes(tenant):
+def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes(tenant, monkeypatch):
+    monkeypatch.setattr(selectors, "EXACT_VECTOR_POOL", 0)  # a big user: the vector pool goes through the index
     ingest(tenant, ["The billing-api timed out after a schema change.", "Alice paints lighthouses."], session="s1")
     search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
-    (vector_pool,) = _statements_of(search, "ORDER BY m.embedding <=>")
+    (vector_pool,) = _statements_of(search, "ORDER BY (m.embedding <=>")
     (lexical_pool,) = _statements_of(search, "@@")
     assert "memory_active_hnsw" in _plan_without_btrees(*vector_pool)
     assert "memory_active_search_gin" in _plan_without_btrees(*lexical_pool)
+
+
+def test_a_small_users_vector_pool_is_exact_and_never_walks_the_tenants_index(tenant):
+    ingest(tenant, ["The billing-api timed out after a schema change."], session="s1")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
+    (statement,) = _statements_of(search, "ORDER BY (m.embedding <=>")
+    assert "memory_active_hnsw" not in _plan_without_btrees(*statement)
 
 
 def test_the_twin_probe_can_use_the_partial_vector_index(tenant):

@@ -135,6 +135,7 @@ class QueryTerms:
 
 
 COMMON_SHARE = 0.2
+EXACT_VECTOR_POOL = 5_000  # memories in a scope up to which its vector pool is exact (a sort of a few ms)
 
 
 def query_terms(scope: MemoryFilter, query: str) -> QueryTerms:
@@ -186,8 +187,12 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
         pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.search_vector @@ {tsquery}
                           ORDER BY ts_rank(m.search_vector, {tsquery}) DESC LIMIT {int(pool)})""")
     if literal:
+        # A scope of a few thousand memories is compared exactly (its rows through the btree on the scope, then
+        # sorted): "+ 0" keeps the planner off the HNSW index, whose filtered scan would walk the graph through
+        # the rest of the tenant looking for a pool's worth of this small user's rows.
+        exact = " + 0" if terms.stats.doc_count <= EXACT_VECTOR_POOL else ""
         pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.embedding IS NOT NULL
-                          ORDER BY m.embedding <=> {literal}::vector LIMIT {int(pool) // 2})""")
+                          ORDER BY (m.embedding <=> {literal}::vector){exact} LIMIT {int(pool) // 2})""")
     if not pools:
         return []
     columns = ", ".join(f"m.{f.column}" for f in _RESULT_FIELDS)
