@@ -45,6 +45,9 @@ from zeromem.models import Memory, MemorySource, Tenant
 Say = Callable[[str], None]
 EPISODES = ("episodic", "working")
 WAIT = 180.0  # seconds a round may take to settle before its run counts as unfinished
+# The worker writes a clustering run's merges this many a transaction, so a crash round's 60 merges take 15 chunks
+# and its kill lands between them (production writes 250 a transaction).
+WRITE_CHUNK = 4
 
 
 @dataclass
@@ -108,7 +111,8 @@ def rig(logs: Path) -> Iterator[Rig]:
                         ZEROMEMORY_LLM_API_BASE=llm.api_base, ZEROMEMORY_LLM_API_KEY="sk-proof",
                         ZEROMEMORY_LLM_CONCURRENCY="1", ZEROMEMORY_LLM_TIMEOUT_SECONDS="2",
                         ZEROMEMORY_LLM_ATTEMPTS="2", ZEROMEMORY_LLM_BACKOFF_SECONDS="0.1",
-                        ZEROMEMORY_LLM_RETRY_SECONDS="1", ZEROMEMORY_RATE_LIMIT_REQUESTS="0")
+                        ZEROMEMORY_LLM_RETRY_SECONDS="1", ZEROMEMORY_RATE_LIMIT_REQUESTS="0",
+                        ZEROMEMORY_CLUSTERING_WRITE_CHUNK=str(WRITE_CHUNK))
         state = Rig(tenant=tenant, llm=llm, logs=logs, worker_env=env)
         state.start_worker()
         try:
@@ -225,7 +229,13 @@ def crash_round(state: Rig, kind: str, number: int, rng: random.Random) -> tuple
         state.llm.script = [Reply(delay=0.7)] * 6
         run_id = reflection_trigger(scope=ReflectionScope(state.tenant.id, user, "dana", "global"),
                                     trigger="beat")[0].id
-    time.sleep(rng.uniform(0.3, 2.8))
+    if kind == "clustering":
+        # The run writes its 60 merges in chunks of WRITE_CHUNK: the kill comes once the first chunk committed,
+        # while the others are being written.
+        first_chunk_written(state.tenant, user)
+        time.sleep(rng.uniform(0.0, 0.05))
+    else:
+        time.sleep(rng.uniform(0.3, 2.8))
     mid_run = ConsolidationRun.objects.filter(id=run_id, status="running").exists()
     assert state.worker is not None
     state.worker.kill9()
@@ -234,6 +244,13 @@ def crash_round(state: Rig, kind: str, number: int, rng: random.Random) -> tuple
     wait_settled(state.tenant, user)
     state.timings.append(round(time.monotonic() - started, 1))
     return check_user(state.tenant, user, ingested), mid_run
+
+
+def first_chunk_written(tenant: Tenant, user: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    consolidated = Memory.objects.filter(tenant=tenant, user_id=user, state="consolidated")
+    while not consolidated.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def crash_rounds(state: Rig, report: Report, rounds: int, say: Say) -> None:
