@@ -49,6 +49,7 @@ def test_the_quick_bench_measures_searches_through_the_http_api_and_reports_each
         wall = report[phase]
         assert wall["requests"] > 0 and wall["errors"] == 0, phase
         assert 0 < wall["p50_ms"] <= wall["p99_ms"] <= wall["max_ms"], phase
+    assert report["wall_3k_idle"]["cpu_ms_per_search"] > 0 and report["wall_large"]["cpu_ms_per_search"] > 0
     assert report["p99_ms_100k"] == report["wall_large"]["p99_ms"]
     assert report["p99_ms_3k_during_clustering"] == report["wall_3k_during_clustering"]["p99_ms"]
     assert report["wall_3k_during_clustering"]["run_working_s"] > 0

@@ -101,7 +101,7 @@ def bench_search(*, plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     shutil.rmtree(logs, ignore_errors=True)
     return {**headline(figures), **figures, "targets": TARGETS, "data": data.source, "sizes": asdict(plan.sizes),
             "web": f"gunicorn gthread, {WEB_WORKERS} workers x {WEB_THREADS} threads",
-            "worker": f"{' '.join(WORKER[1:])} (as make dev), nice {settings.ZEROMEMORY_WORKER_NICE}",
+            "worker": f"{' '.join(WORKER[2:])} (as make dev), nice {settings.ZEROMEMORY_WORKER_NICE}",
             "machine": {"cores": os.cpu_count(), "load_average_start": [round(x, 2) for x in load_start],
                         "load_average_end": [round(x, 2) for x in os.getloadavg()]},
             "note": NOTE}
@@ -129,13 +129,12 @@ def measures(stack: Stack, data: BenchData, plan: Plan, logs: Path, say: Callabl
         statements = statements_per_search(stack, client, [search(q, THREE_K) for q in
                                                            q3k.take(plan.statement_searches + 3)])
         say(f"statements per search: {statements}")
-    idle = wall(open_loop(url=stack.url("/search"), headers=stack.headers, rate=RATE_3K,
-                          bodies=[search(q, THREE_K) for q in q3k.take(int(RATE_3K * plan.idle_seconds))]))
+    idle = no_job(stack, [search(q, THREE_K) for q in q3k.take(int(RATE_3K * plan.idle_seconds))], RATE_3K)
     say(f"3k user at {RATE_3K:.0f}/s, no job: {idle}")
     large_queries = data.queries_large
     warm_up(stack, [search(q, LARGE) for q in large_queries.take(WARM_BURST)])
-    large = wall(open_loop(url=stack.url("/search"), headers=stack.headers, rate=RATE_LARGE,
-                           bodies=[search(q, LARGE) for q in large_queries.take(int(RATE_LARGE * plan.large_seconds))]))
+    large = no_job(stack, [search(q, LARGE) for q in large_queries.take(int(RATE_LARGE * plan.large_seconds))],
+                   RATE_LARGE)
     say(f"{plan.sizes.large:,}-memory user at {RATE_LARGE:.0f}/s, no job: {large}")
     during = during_clustering(stack, [search(q, THREE_K) for q in q3k.take(int(RATE_3K * plan.clustering_seconds))],
                                logs, say)
@@ -217,6 +216,15 @@ def statements_per_search(stack: Stack, client: httpx.Client, bodies: list[dict[
     n = len(counted_bodies)
     return {"per_search": round(statements.total / n, 2), "searches": n,
             "by_kind": {kind: round(count / n, 2) for kind, count in sorted(statements.by_kind.items())}}
+
+
+def no_job(stack: Stack, bodies: list[dict[str, Any]], rate: float) -> dict[str, Any]:
+    """Open-loop latency, and the CPU per search of every process meanwhile (nothing else works on them)."""
+    before = stack.cpu()
+    arrivals = open_loop(url=stack.url("/search"), headers=stack.headers, bodies=bodies, rate=rate)
+    after = stack.cpu()
+    cpu_ms = (sum(after.values()) - sum(before.values())) * 1000 / len(arrivals)
+    return {**wall(arrivals), "cpu_ms_per_search": round(cpu_ms, 1)}
 
 
 def wall(arrivals: list[Arrival]) -> dict[str, Any]:
