@@ -70,6 +70,8 @@ def bench_data(*, tenant_id: int, sizes: Sizes, say: Callable[[str], None]) -> B
         say(f"copied {sizes.clustering + sizes.large + sizes.small_users * sizes.small_user_memories:,} planted "
             "memories; building the indexes")
     items, queries_3k, source = _three_k(sizes.memories_3k, synthetic[::2])
+    if source == "synthetic":
+        say(f"no LoCoMo file at {locomo.DEFAULT_PATH}: that user is made of the bench texts instead")
     say(f"embedding and ingesting the {len(items):,}-memory user ({source})")
     services.memories_import(tenant_id=tenant_id, batches=(items[i:i + 500] for i in range(0, len(items), 500)))
     with connection.cursor() as cursor:
