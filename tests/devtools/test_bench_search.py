@@ -21,7 +21,8 @@ from zeromem.core.selectors import MemoryFilter
 from zeromem.devtools.bench.bulk import indexes_deferred, memories_copy
 from zeromem.devtools.bench.openloop import percentile_ms
 from zeromem.devtools.bench.search import TARGETS
-from zeromem.devtools.bench.searchdata import Queries, synthetic_queries
+from zeromem.devtools.bench.searchdata import THREE_K, Queries, synthetic_queries, three_k_corpus
+from zeromem.devtools.evaluation import locomo
 from zeromem.models import Memory, TermStat, UserSearchStats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,3 +107,12 @@ def test_queries_are_distinct_and_each_handed_out_once():
     with pytest.raises(RuntimeError, match="out of distinct queries"):
         queries.take(1)
     assert len(set(synthetic_queries())) == len(synthetic_queries()) > 3000
+
+
+def test_without_the_locomo_file_the_3k_user_is_made_of_the_bench_texts(monkeypatch):
+    monkeypatch.setattr(locomo, "available", lambda: False)
+
+    items, queries, source = three_k_corpus(30, ["What happened?"])
+
+    assert source == "synthetic" and queries == ["What happened?"]
+    assert len({item.content for item in items}) == 30 and {item.user_id for item in items} == {THREE_K}

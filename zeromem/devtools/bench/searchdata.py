@@ -69,7 +69,7 @@ def bench_data(*, tenant_id: int, sizes: Sizes, say: Callable[[str], None]) -> B
                       user_of=lambda i: f"small-{i // sizes.small_user_memories:04d}")
         say(f"copied {sizes.clustering + sizes.large + sizes.small_users * sizes.small_user_memories:,} planted "
             "memories; building the indexes")
-    items, queries_3k, source = _three_k(sizes.memories_3k, synthetic[::2])
+    items, queries_3k, source = three_k_corpus(sizes.memories_3k, synthetic[::2])
     if source == "synthetic":
         say(f"no LoCoMo file at {locomo.DEFAULT_PATH}: that user is made of the bench texts instead")
     say(f"embedding and ingesting the {len(items):,}-memory user ({source})")
@@ -97,7 +97,7 @@ def _copy_planted(tenant_id: int, n: int, *, seed: int, user_of: Callable[[int],
             for i in range(start, min(n, start + COPY_CHUNK))])
 
 
-def _three_k(n: int, fallback_queries: list[str]) -> tuple[list[services.MemoryInput], list[str], str]:
+def three_k_corpus(n: int, fallback_queries: list[str]) -> tuple[list[services.MemoryInput], list[str], str]:
     """LoCoMo's first n turns (a user of several conversations) with LoCoMo's questions as queries, then the
     unused turns cut to a query's length; the bench texts and their queries when the file is absent."""
     if not locomo.available():
