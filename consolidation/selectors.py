@@ -12,10 +12,12 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from consolidation.domain.clustering import Item
+from consolidation.domain.digests import SOURCE_TYPE as DIGEST
 from consolidation.models import ConsolidationRun, LedgerEntry
 from zeromem.core.selectors import keyset_page
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
@@ -42,7 +44,8 @@ def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
 
 def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> QuerySet[Memory]:
     """Active memories a clustering run may fold: episodes older than the recency window and outside the
-    current session (unless forced), plus the active semantic memories they may join."""
+    current session (unless forced), plus the active semantic memories they may join. A window's digest joins
+    no cluster: only the window's next digest folds it (`consolidation/jobs/window_digest.py`)."""
     active = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW)
     episodes = active.filter(memory_type__in=EPISODIC_TYPES)
     if not force:
@@ -50,7 +53,8 @@ def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: b
         current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
         if current is not None:
             episodes = episodes.exclude(current)
-    return episodes | active.filter(memory_type=MemoryType.SEMANTIC)
+    digests = Q(metadata__contains={"source_type": DIGEST})  # `@>`: false, not NULL, without the key
+    return episodes | active.filter(memory_type=MemoryType.SEMANTIC).exclude(digests)
 
 
 def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str]]:
@@ -130,14 +134,17 @@ class Loaded:
 
 
 def clustering_input(queryset: QuerySet[Memory], dimension: int) -> Loaded:
+    # Vectors in pgvector's binary form (vector_send: a 4-byte header, then big-endian float4s): parsing 10,000
+    # of them as text took longer than the query.
     values = list(queryset.order_by("created_at", "content_hash", "id")  # reproducible order
-                  .values(*ClusteringRow.columns(), "embedding"))
-    has_vector = [v["embedding"] is not None for v in values]
+                  .annotate(vector_bytes=RawSQL("vector_send(embedding)", []))
+                  .values(*ClusteringRow.columns(), "vector_bytes"))
+    has_vector = [v["vector_bytes"] is not None for v in values]
     vectors = np.zeros((len(values), dimension), dtype=np.float32)
     for index, value in enumerate(values):
         if has_vector[index]:
-            vectors[index] = value["embedding"]
-    rows = [ClusteringRow.of({k: v for k, v in value.items() if k != "embedding"}) for value in values]
+            vectors[index] = np.frombuffer(value["vector_bytes"], dtype=">f4", offset=4)
+    rows = [ClusteringRow.of({k: v for k, v in value.items() if k != "vector_bytes"}) for value in values]
     items = [Item(scope=(r.namespace, r.entity_id, r.window), entities=frozenset(r.entities),
                   is_fact=r.kind == MemoryKind.FACT) for r in rows]
     return Loaded(ids=[r.id for r in rows], rows=rows, items=items,
@@ -261,11 +268,14 @@ def _nearest(*, where: str, params: list[Any], vector: Sequence[float] | np.ndar
     literal = str(list(map(float, vector)))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT m.id, m.content FROM zeromem_memory m
-                 WHERE {where} AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
-                   AND m.embedding <=> %s::vector <= %s
-                 ORDER BY m.embedding <=> %s::vector LIMIT %s""",
-            [*params, [str(i) for i in excluding], literal, 1 - threshold, literal, limit])
+            # The nearest first, then the threshold: a filter on the distance inside the index scan would make
+            # pgvector's iterative scan (on for every connection) walk the whole graph when nothing is near.
+            f"""SELECT id, content FROM (
+                    SELECT m.id, m.content, m.embedding <=> %s::vector AS distance FROM zeromem_memory m
+                     WHERE {where} AND m.embedding IS NOT NULL AND NOT (m.id = ANY(%s::uuid[]))
+                     ORDER BY m.embedding <=> %s::vector LIMIT %s) nearest
+                 WHERE distance <= %s ORDER BY distance""",
+            [literal, *params, [str(i) for i in excluding], literal, limit, 1 - threshold])
         return [(str(i), text) for i, text in cursor.fetchall()]
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from tests.factories import DAY
 from zeromem.celery import app
 from zeromem.core import services
+from zeromem.core.adapters import embeddings
 from zeromem.models import Tenant
 
 
@@ -52,6 +53,12 @@ def now() -> datetime:
 def three_days_ago(now: datetime) -> datetime:
     """Old enough for any clustering: outside the recency window and before the user's current session."""
     return now - 3 * DAY
+
+
+@pytest.fixture(autouse=True)
+def fresh_query_cache() -> None:
+    """Query vectors cached by an earlier test must not answer this one's searches (its embedder may be broken)."""
+    embeddings.query_cache_clear()
 
 
 @pytest.fixture

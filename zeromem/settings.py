@@ -73,7 +73,15 @@ def database_config(url: str) -> dict[str, object]:
         raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, got {url.split('@')[-1]!r}")
     config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     config["ENGINE"] = "django.db.backends.postgresql"
+    # The search's vector pool filters an HNSW scan by user: pgvector 0.8 keeps walking the graph until enough
+    # rows pass (iterative scan), from 100 candidates (the pool). Set once per connection, not per query.
+    options = dict(config.get("OPTIONS") or {})  # type: ignore[call-overload]
+    options["options"] = f"{options.get('options', '')} {HNSW_OPTIONS}".strip()
+    config["OPTIONS"] = options
     return config
+
+
+HNSW_OPTIONS = "-c hnsw.ef_search=100 -c hnsw.iterative_scan=relaxed_order"
 
 
 def redis_url(url: str) -> str:
@@ -175,13 +183,22 @@ LOGGING = {
 }
 
 # --- zeromem ---------------------------------------------------------------------------------------------
-# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2 int8 ONNX), "builtin:hash" (deterministic, meaning-free;
+# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, int8 ONNX), "builtin:hash" (deterministic, meaning-free;
 # tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
 ZEROMEMORY_EMBEDDING_DIM = env_int("ZEROMEMORY_EMBEDDING_DIM", 384, minimum=8, maximum=4000)
 if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM != 384:
     raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
-ZEROMEMORY_EMBEDDING_BATCH = env_int("ZEROMEMORY_EMBEDDING_BATCH", 16, minimum=1, maximum=1024)
+# Texts of one call embedded at once, each by a single-threaded run of the one session (so at most this many cores).
+ZEROMEMORY_EMBEDDING_WORKERS = env_int("ZEROMEMORY_EMBEDDING_WORKERS", 2, minimum=1, maximum=64)
+# Where builtin:minilm keeps the int8 model it derives from the installed package on first use (~60 MB).
+ZEROMEMORY_MODEL_CACHE_DIR = env_str("ZEROMEMORY_MODEL_CACHE_DIR", os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "zeromem"))
+if not os.path.isabs(ZEROMEMORY_MODEL_CACHE_DIR):
+    raise ImproperlyConfigured(
+        f"ZEROMEMORY_MODEL_CACHE_DIR must be an absolute path, got {ZEROMEMORY_MODEL_CACHE_DIR!r}")
+# Search-query vectors kept per process (least recently used first out); 0 embeds every query.
+ZEROMEMORY_QUERY_CACHE_SIZE = env_int("ZEROMEMORY_QUERY_CACHE_SIZE", 1024, minimum=0, maximum=1_000_000)
 # Batches up to this size are embedded inside the request (the agent can search what it just wrote);
 # larger ones are stored first and embedded by a Celery task (keyword-findable meanwhile).
 ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum=0, maximum=1000)
@@ -200,6 +217,8 @@ ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0
 # with the query and point away from it (cosine <= 0): noise that filled the top k, not answers. A higher floor
 # also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
 ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
+# How long a web process keeps an authenticated API key: a revoked key is refused everywhere within this time.
+ZEROMEMORY_KEY_CACHE_SECONDS = env_float("ZEROMEMORY_KEY_CACHE_SECONDS", 5.0, minimum=0.0, maximum=300.0)
 ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
 # An assistant's turn (role "assistant") ranks at this share of its score: what the user said about themselves is
 # the memory; the assistant's long generic answers share the question's words and would crowd it out (LongMemEval

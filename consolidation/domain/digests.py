@@ -1,10 +1,12 @@
 """Window digests: one memory that sums up an operational window (normal, degraded, outage, …). Pure; no Django.
 
 A digest is extractive: a one-line generalisation (the window, its event count and its dominant tags),
-then the statements of the window's most important events, near-duplicates collapsed, within a length limit.
-Its importance is the mean importance of the window's events, so a digest of a quiet window stays unimportant and
-one of an outage stays urgent (the few loudest events it quotes would make every digest look urgent). An earlier
-digest of the window is one of its memories: its headline is not repeated, only its statements count.
+then the statements of the window's most important members, near-duplicates collapsed, within a length limit.
+Its importance is the mean importance of the window's events (`mean_importance`), so a digest of a quiet window
+stays unimportant and one of an outage stays urgent (the few loudest events it quotes would make every digest
+look urgent: 0.30 for the normal window of `evaluate opsignals`, 0.98 for its outage, against 0.26 and 0.92 for
+their events). A member ranks by the loudest event it stands for. An earlier digest of the window is one of its
+members: its headline is not repeated, only its statements count.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import date
 from consolidation.domain.merging import Member, merge_cluster
 
 DOMINANT = 3  # tags (or names) named in the headline
+SOURCE_TYPE = "window_digest"  # a digest's `metadata["source_type"]`
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,11 @@ def window_digest(window: str, events: Sequence[Event], *, event_count: int, lim
     body = first.text if first else events[ranked[0]].text
     mean = sum(e.importance for e in events) / len(events) if importance is None else importance
     return Digest(text=f"{headline} {body}".strip(), importance=round(mean, 4), chosen=chosen)
+
+
+def mean_importance(importances: Sequence[float], *, fallback: float) -> float:
+    """The mean of the events' importances (`fallback` when none is known: every event deleted since)."""
+    return round(sum(importances) / len(importances), 4) if importances else fallback
 
 
 def _headline(window: str, count: int, labels: Sequence[tuple[str, ...]]) -> str:

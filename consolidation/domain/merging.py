@@ -255,14 +255,20 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
     for member, group in by_member.items():
         body = " ".join(s.text for s in group)
         joined = body if group[0].speaker in ("", speaker) else f"{group[0].speaker}: {body}"
-        if chunks and len(chunks[-1].text) + 1 + len(joined) <= limit:
-            chunks[-1].text = f"{chunks[-1].text} {joined}"
+        if chunks and len(_closed(chunks[-1].text)) + 1 + len(joined) <= limit:
+            chunks[-1].text = f"{_closed(chunks[-1].text)} {joined}"
             chunks[-1].members.append(member)
         else:
             alone = f"{group[0].speaker}: {body}" if group[0].speaker else body
             chunks.append(Chunk(_cut(alone, max(limit, hard_limit) if len(alone) > limit else limit), [member]))
         speaker = group[0].speaker
     return chunks
+
+
+def _closed(text: str) -> str:
+    """A text another member's follows, ended with a full stop where it has no end punctuation: event lines
+    ("search p99 latency 381 ms") would otherwise run on into one sentence."""
+    return text if text.rstrip("\"'”’)]").endswith((".", "!", "?", "…", ":", ";")) else f"{text}."
 
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,

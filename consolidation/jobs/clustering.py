@@ -47,7 +47,7 @@ from consolidation.ledger import (
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
-from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.adapters.embeddings import QueryCacheStats, embed_texts, query_cache_stats
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
@@ -262,7 +262,7 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     """Do the work of a claimed run and close it. A cluster whose sources another writer moved first is
     skipped (its memories stay as they are); a lost lease stops the run without closing it."""
     tenant = Tenant.objects.get(id=run.tenant_id)
-    started = time.perf_counter()
+    started, queries = time.perf_counter(), query_cache_stats()
     plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force,
                            judge=update_judge(run=run, tenant=tenant))
     planned = time.perf_counter()
@@ -290,9 +290,15 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                          "embed_s": round(embedded - planned + merges_embedding, 3),
                          "write_s": round(written - guarded, 3),
                          "canary_s": round(guarded - embedded + time.perf_counter() - written, 3),
-                         "candidate_pairs": plan.pairs}
+                         "candidate_pairs": plan.pairs, **_query_embeddings(queries)}
     return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED if failure else RunStatus.SUCCEEDED,
                       error=failure or "", counts=counts)
+
+
+def _query_embeddings(before: QueryCacheStats) -> dict[str, int]:
+    """The run's searches (canaries) by how their queries were embedded: the model, or this process's cache."""
+    during = query_cache_stats().since(before)
+    return {"query_embeddings": during.misses, "query_cache_hits": during.hits}
 
 
 def _consolidating(plan: Plan) -> list[ClusteringRow]:

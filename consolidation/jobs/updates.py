@@ -191,7 +191,7 @@ def _write_retirement(*, run: ConsolidationRun, worker: str, tenant_id: int, loa
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         remainder = _derived(tenant_id, run.user_id, loaded, retirement.older, retirement.remainder, vectors[0],
-                             source_type="remainder")
+                             source_type="remainder", carries_reads=True)
         claims = [_retired_claim(run, tenant_id, loaded, retirement.older, retired, vector)
                   for retired, vector in zip(retirement.claims, vectors[1:], strict=True)]
         profile_entries = _retire_profile_items(run, tenant_id, older.id,
@@ -238,9 +238,11 @@ def _retired_claim(run: ConsolidationRun, tenant_id: int, loaded: Loaded, older:
 
 
 def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: str, vector: list[float] | None, *,
-             source_type: str) -> Memory:
-    """A semantic memory holding part of one memory's text, dated as that memory, citing it."""
+             source_type: str, carries_reads: bool = False) -> Memory:
+    """A semantic memory holding part of one memory's text, dated as that memory, citing it. The one that stays
+    active in its place (`carries_reads`) is as accessible as it was and carries its reads over."""
     row = loaded.rows[source]
+    reads = {"activation": row.activation, "access_count": row.access_count} if carries_reads else {}
     namespace, entity_id, window = loaded.items[source].scope
     lowered = text.lower()
     memory = Memory.objects.create(
@@ -248,7 +250,7 @@ def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: st
         memory_type=MemoryType.SEMANTIC, embedding=vector, created_at=timezone.now(), content=text,
         content_hash=content_hash(text), importance=row.importance, kind=row.kind, confidence=row.confidence,
         role=row.role, entities=[e for e in row.entities if e.lower() in lowered], tags=list(row.tags),
-        valid_from=row.said_at, metadata={"source_type": source_type, "source_count": 1})
+        valid_from=row.said_at, metadata={"source_type": source_type, "source_count": 1}, **reads)
     MemorySource.objects.create(memory=memory, source_id=row.id, source_memory_id=row.id,
                                 source_content_hash=row.content_hash)
     search_stats_add(memory_ids=[memory.id])

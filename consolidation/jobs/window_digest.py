@@ -1,10 +1,16 @@
 """Window digests, written by a clustering run after its merges (ARCHITECTURE.md, "Jobs").
 
-For each window the run read at least `ZEROMEMORY_WINDOW_DIGEST_MIN` memories of, one digest memory
-(`consolidation/domain/digests.py`) cites every memory still active in the window — the run's merged memories, the
-events left unmerged, an earlier digest — which move to consolidated in the same transaction: every event is
-covered exactly once, transitively, and the digest's `source_count` is the window's event count. It is written as
-a merge (one ledger row, undone by unmerging it).
+A window (namespace, entity, window) the run read episodes of gets one digest memory
+(`consolidation/domain/digests.py`) when the events its active memories stand for number at least
+`ZEROMEMORY_WINDOW_DIGEST_MIN`, or when it already has a digest. The digest cites every memory still active in the
+window — the run's merged memories, the events left unmerged, the window's earlier digest — which move to
+consolidated in the same transaction: every event is covered exactly once, transitively, and the digest's
+`source_count` is the window's event count.
+
+A later run's new events in a window that has a digest make the window's next digest, which folds the earlier one
+(its statements, not its headline) with them: the window keeps one active digest, and unmerging the newest gives
+the earlier digest and the new events back as they were. A digest never joins a cluster (`clustering_queryset`).
+Each digest is written as a merge: one ledger row, undone by unmerging it.
 """
 
 from __future__ import annotations
@@ -18,38 +24,40 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from consolidation.domain.digests import Event, window_digest
+from consolidation.domain.digests import SOURCE_TYPE as DIGEST
+from consolidation.domain.digests import Event, mean_importance, window_digest
 from consolidation.ledger import ledger_write, memory_transition
 from consolidation.models import ConsolidationRun
 from consolidation.runs import run_fence
-from consolidation.selectors import ClusteringRow, Loaded
+from consolidation.selectors import Loaded
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, semantic_event_data
-from zeromem.core.services import content_hash, search_stats_add
+from zeromem.core.services import content_hash, search_stats_add, window_tag_prefix
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
-DIGEST = "window_digest"
 Scope = tuple[str, str | None, str]
+Events = dict[uuid.UUID, float | None]  # event id → its importance (None: deleted since)
 
 
-def digest_scopes(loaded: Loaded) -> dict[Scope, list[ClusteringRow]]:
-    """The windows this run read enough episodes of, with those episodes."""
-    found: dict[Scope, list[ClusteringRow]] = defaultdict(list)
+def digest_scopes(loaded: Loaded) -> dict[Scope, list[uuid.UUID]]:
+    """The windows this run read episodes of, with those episodes."""
+    found: dict[Scope, list[uuid.UUID]] = defaultdict(list)
     for row, item in zip(loaded.rows, loaded.items, strict=True):
         namespace, entity_id, window = item.scope
         if window and not row.is_semantic:
-            found[(str(namespace), entity_id if entity_id is None else str(entity_id), str(window))].append(row)
-    return {scope: rows for scope, rows in found.items() if len(rows) >= settings.ZEROMEMORY_WINDOW_DIGEST_MIN}
+            found[(str(namespace), entity_id if entity_id is None else str(entity_id), str(window))].append(row.id)
+    return dict(found)
 
 
 def window_digests_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded) -> int:
-    """One digest per qualifying window; a window whose memories another writer moved meanwhile is skipped."""
+    """One digest per window that qualifies; a window whose memories another writer moved meanwhile is skipped."""
     written = 0
     semantic_read = [r.id for r in loaded.rows if r.is_semantic]
-    for scope, events in digest_scopes(loaded).items():
+    prefix = window_tag_prefix(tenant_id)
+    for scope, episodes in digest_scopes(loaded).items():
         try:
-            written += _write_one(run, worker, tenant_id, scope, [e.id for e in events] + semantic_read)
+            written += _write_one(run, worker, tenant_id, scope, episodes + semantic_read, prefix)
         except TransitionRefused:
             continue
     return written
@@ -57,12 +65,39 @@ def window_digests_write(*, run: ConsolidationRun, worker: str, tenant_id: int, 
 
 def _members(tenant_id: int, user_id: str, scope: Scope, read: list[uuid.UUID]) -> list[Memory]:
     """The window's memories still active that this run may fold: those it read (never the current session or
-    the recency window), and what it wrote from them."""
+    the recency window), what it wrote from them, and the window's digest."""
     namespace, entity_id, window = scope
     return list(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, namespace=namespace,
                                       entity_id=entity_id, window=window, state=MemoryState.RAW)
-                .filter(Q(id__in=read) | Q(source_links__source_memory_id__in=read)).distinct()
-                .order_by("created_at", "id"))
+                .filter(Q(id__in=read) | Q(source_links__source_memory_id__in=read)
+                        | Q(memory_type=MemoryType.SEMANTIC, metadata__contains={"source_type": DIGEST}))
+                .distinct().order_by("created_at", "id"))
+
+
+def _events_under(members: Sequence[Memory]) -> dict[uuid.UUID, Events]:
+    """Per member, the events (episodic or working memories) it stands for, transitively: an event stands for
+    itself, a semantic memory for the events under its sources, level by level (one query a level)."""
+    under: dict[uuid.UUID, Events] = {m.id: {} for m in members}
+    root_of = {m.id: m.id for m in members if m.memory_type == MemoryType.SEMANTIC}
+    for member in members:
+        if member.memory_type != MemoryType.SEMANTIC:
+            under[member.id][member.id] = member.importance
+    seen = set(root_of)
+    while root_of:
+        deeper: dict[uuid.UUID, uuid.UUID] = {}
+        for node, source, kind, importance in MemorySource.objects.filter(memory_id__in=list(root_of)).values_list(
+                "memory_id", "source_memory_id", "source__memory_type", "source__importance"):
+            if kind != MemoryType.SEMANTIC:  # an event, or a source deleted since (its id is kept)
+                under[root_of[node]][source] = importance
+            elif source not in seen:
+                seen.add(source)
+                deeper[source] = root_of[node]
+        root_of = deeper
+    return under
+
+
+def _is_digest(member: Memory) -> bool:
+    return member.memory_type == MemoryType.SEMANTIC and member.metadata.get("source_type") == DIGEST
 
 
 def _sentence(text: str) -> str:
@@ -73,61 +108,56 @@ def _sentence(text: str) -> str:
 
 def _statements_of(member: Memory) -> str:
     """What a member says; an earlier digest without its headline ("outage window, 50 events: …")."""
-    if member.metadata.get("source_type") == DIGEST and ": " in member.content:
+    if _is_digest(member) and ": " in member.content:
         return member.content.split(": ", 1)[1]
     return _sentence(member.content)
 
 
-def _labels(tags: Sequence[str]) -> tuple[str, ...]:
+def _labels(tags: Sequence[str], prefix: str) -> tuple[str, ...]:
     """What the headline generalises from: the tags, the window tag aside (extracted names are too noisy: "p99",
     "5 min")."""
-    prefix = settings.ZEROMEMORY_WINDOW_TAG_PREFIX
     return tuple(t for t in tags if not (prefix and t.startswith(prefix)))
 
 
-def _mean_event_importance(members: list[Memory]) -> float:
-    """The mean importance of the events the members stand for (a merge's own importance is its loudest event's)."""
-    episodes = [m.importance for m in members if m.memory_type != MemoryType.SEMANTIC]
-    folded = MemorySource.objects.filter(memory__in=[m for m in members if m.memory_type == MemoryType.SEMANTIC],
-                                         source__memory_type__in=(MemoryType.EPISODIC, MemoryType.WORKING))
-    episodes += list(folded.values_list("source__importance", flat=True))
-    return round(sum(episodes) / len(episodes), 4) if episodes else members[0].importance
+def _loudest(member: Memory, events: Events) -> float:
+    """What a member ranks by in the digest: the importance of the loudest event it stands for."""
+    return max((i for i in events.values() if i is not None), default=member.importance)
 
 
-def _covered(member: Memory) -> int:
-    """How many events a member stands for: itself, or what its metadata says a semantic memory folded."""
-    if member.memory_type != MemoryType.SEMANTIC:
-        return 1
-    return int(member.metadata.get("source_count", 1))
-
-
-def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, scope: Scope, read: list[uuid.UUID]) -> int:
+def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, scope: Scope, read: list[uuid.UUID],
+               prefix: str) -> int:
     members = _members(tenant_id, run.user_id, scope, read)
-    if len(members) < 2:
+    under = _events_under(members)
+    events: Events = {e: i for found in under.values() for e, i in found.items()}
+    earlier = next((m for m in members if _is_digest(m)), None)
+    if len(members) < 2 or (earlier is None and len(events) < settings.ZEROMEMORY_WINDOW_DIGEST_MIN):
         return 0
-    event_count = sum(_covered(m) for m in members)
     # What the members still say (a merge's text, an event left alone): never a statement this run retired.
-    inputs = [Event(_statements_of(m), m.importance, (m.valid_from or m.created_at).date(), _labels(m.tags))
-              for m in members]
-    digest = window_digest(scope[2], inputs, event_count=event_count, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS,
-                           importance=_mean_event_importance(members))
+    inputs = [Event(_statements_of(m), _loudest(m, under[m.id]), (m.valid_from or m.created_at).date(),
+                    _labels(m.tags, prefix)) for m in members]
+    importance = mean_importance([i for i in events.values() if i is not None],
+                                 fallback=max(m.importance for m in members))
+    digest = window_digest(scope[2], inputs, event_count=len(events), limit=settings.ZEROMEMORY_MERGED_MAX_CHARS,
+                           importance=importance)
     [vector] = embed_texts([digest.text])
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
         memory_transition(tenant_id=tenant_id, memory_ids=[m.id for m in members], operation="consolidate",
                           actor=f"run:{run.id}", run_id=run.id, reason="folded into the window's digest")
         memory = _create(tenant_id, run.user_id, scope, members, digest.text, digest.importance, vector,
-                         event_count)
+                         len(events))
         ledger_write(tenant_id=tenant_id, action="merge", actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id,
                      memory_ids=[m.id for m in members],
                      inputs={"members": [{"id": str(m.id), "content_hash": m.content_hash} for m in members],
-                             "base": None, "base_content": None, "base_before": None},
+                             "base": None, "base_content": None, "base_before": None,
+                             "earlier_digest": str(earlier.id) if earlier else None},
                      outputs={"semantic_id": str(memory.id), "content": digest.text, "created": True},
                      reason=f"digest of the {scope[2]} window", scores={"size": len(members),
-                                                                         "events": event_count}, undoable=True)
-        event_emit(event="memory.semantic.updated", tenant_id=tenant_id,
-                   data={"semantic_id": str(memory.id), "user_id": run.user_id, "created": True,
-                         "source_ids": [str(m.id) for m in members], **semantic_event_data(memory)})
+                                                                         "events": len(events)}, undoable=True)
+        data = {"semantic_id": str(memory.id), "user_id": run.user_id, "created": True,
+                "source_ids": [str(m.id) for m in members], **semantic_event_data(memory)}
+        event_emit(event="memory.semantic.updated", tenant_id=tenant_id, data=data)
+        event_emit(event="memory.merged", tenant_id=tenant_id, data=data)
     return 1
 
 
@@ -140,6 +170,7 @@ def _create(tenant_id: int, user_id: str, scope: Scope, members: list[Memory], t
         content_hash=content_hash(text), importance=importance, kind=members[0].kind,
         confidence=max(m.confidence for m in members),
         stability_score=sum((m.importance + m.reward_score) / 2 for m in members) / len(members),
+        # At least as accessible as the most accessed member, and the members' reads carried over.
         activation=max(m.activation for m in members), access_count=sum(m.access_count for m in members),
         entities=list(dict.fromkeys(e for m in members for e in m.entities))[:50],
         tags=sorted({t for m in members for t in m.tags}),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.db import transaction
@@ -68,6 +70,16 @@ def test_a_merge_is_as_accessible_as_its_most_accessed_source_and_its_event_says
     assert data["id"] == str(semantic.id) and data["importance"] == 0.9 and data["window"] == "outage"
     assert data["tags"] == ["sev1"] and data["source_count"] == 3 and data["valid_to"] is None
     assert data["stability"] == semantic.stability_score and data["valid_from"] == semantic.valid_from.isoformat()
+    documented = documented_event("memory.semantic.updated")
+    real = next(e for e in events if e["event"] == "memory.semantic.updated")
+    assert set(real) == set(documented) and set(real["data"]) == set(documented["data"])
+
+
+def documented_event(name: str) -> dict:
+    """The example payload docs/API.md shows under `### <name>`."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    section = text[text.index(f"### {name}\n"):]
+    return json.loads(section[section.index("```json\n") + 8:section.index("\n```", section.index("```json"))])
 
 
 @pytest.mark.django_db(transaction=True)

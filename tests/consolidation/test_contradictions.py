@@ -190,6 +190,7 @@ def test_a_replaced_claim_in_a_long_turn_retires_while_the_rest_stays_searchable
                        created_at=now - 90 * DAY)
     newer = ingest_one(tenant, "Peru was amazing, I've visited 15 countries so far!", session="b",
                        created_at=now - 5 * DAY)
+    Memory.objects.filter(id=older).update(activation=0.8, access_count=4)
     ingest_one(tenant, "Good morning!", session="today", created_at=now)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
     assert run.claims_retired == 1
@@ -201,6 +202,8 @@ def test_a_replaced_claim_in_a_long_turn_retires_while_the_rest_stays_searchable
     assert claim.superseded_by_id == newer and claim.valid_to == Memory.objects.get(id=newer).created_at
     assert "Lisbon" in remainder.content and "14 countries" not in remainder.content
     assert remainder.valid_from == turn.created_at
+    assert (remainder.activation, remainder.access_count) == (0.8, 4)  # what stays active carries the reads
+    assert claim.access_count == 0
     assert {m.source_memory_id for m in MemorySource.objects.filter(memory__in=[claim, remainder])} == {older}
     assert MemoryRelation.objects.filter(from_memory_id=newer, to_memory_id=claim.id, relation_type="supersedes")
     hits = [h.memory.id for h in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from consolidation.domain.digests import Event, window_digest
+from consolidation.domain.digests import Event, mean_importance, window_digest
 
 DAY = date(2026, 3, 2)
 
@@ -25,3 +25,13 @@ def test_without_tags_the_headline_names_the_window_and_its_count():
     digest = window_digest("normal", [Event("search p99 latency 120 ms.", 0.25, DAY, ())], event_count=40,
                            limit=350)
     assert digest.text.startswith("normal window, 40 events: ")
+
+
+def test_the_importance_is_the_mean_of_every_event_of_the_window_not_only_of_those_quoted():
+    events = [Event("SEV1: payments returning 503 for 61 % of requests.", 0.98, DAY, ("sev1",)),
+              Event("heartbeat ok from worker-2.", 0.2, DAY, ())]
+    window = [0.98, 0.2, 0.2, 0.2]  # two more quiet events, folded into the members
+    digest = window_digest("outage", events, event_count=4, limit=200,
+                           importance=mean_importance(window, fallback=0.98))
+    assert digest.importance == 0.395
+    assert mean_importance([], fallback=0.7) == 0.7  # every event deleted since: the members' loudest

@@ -149,3 +149,11 @@ def test_a_passage_that_already_says_it_only_cites_and_none_grows_past_the_limit
     homes, grown = fold_into([ALLERGY_2], no_vectors([ALLERGY, ALLERGY_2])[1:], [ALLERGY], limit=100,
                              threshold=0.2)
     assert homes == [1] and grown == [ALLERGY, ALLERGY_2]  # no room: a passage of its own
+
+
+def test_members_without_end_punctuation_stay_separate_sentences():
+    lines = ["search p99 latency 381 ms", "payments deployed v2.14.3 (canary)", 'The pager said "SEV1!"',
+             "search p99 latency 340 ms"]
+    assert merged_text([Member(line, MAY_8) for line in lines]) == (
+        'search p99 latency 381 ms. payments deployed v2.14.3 (canary). The pager said "SEV1!" '
+        "search p99 latency 340 ms")

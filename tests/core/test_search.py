@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from django.db import connection
 
 from tests.factories import ingest, memory_input
 from zeromem.core.selectors import MemoryFilter, memories_search
@@ -72,28 +70,6 @@ def test_term_statistics_count_each_memory_once(tenant):
     ingest(tenant, ["pottery class"], session="s1")  # a duplicate: not counted again
     assert TermStat.objects.get(tenant=tenant, user_id="u1", term="potteri").doc_count == 2
     assert UserSearchStats.objects.get(tenant=tenant, user_id="u1").doc_count == 3
-
-
-def test_the_vector_search_uses_the_hnsw_index(tenant, now):
-    rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(3000, 384)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    Memory.objects.bulk_create([
-        Memory(tenant=tenant, user_id="u1", content=f"row {i}", content_hash=str(i), embedding=v.tolist(),
-               created_at=now) for i, v in enumerate(vectors)])
-    ingest(tenant, CONVERSATION, session="s1")
-    from zeromem.core.adapters.embeddings import embed_query
-    from zeromem.core.selectors import _scope_sql
-
-    where, params = _scope_sql(MemoryFilter(tenant_id=tenant.id, user_id="u1"))
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE zeromem_memory")
-        cursor.execute("SET hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"EXPLAIN SELECT m.id FROM zeromem_memory m WHERE {where} AND m.embedding IS NOT NULL "
-                       "ORDER BY m.embedding <=> %s::vector LIMIT 100",
-                       [*params, str(embed_query("pottery class"))])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "memory_active_hnsw" in plan, plan
 
 
 def test_search_endpoint_answers_ranked_results(api):

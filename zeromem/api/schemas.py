@@ -181,7 +181,8 @@ class MemoryOut(Schema):
 
     @staticmethod
     def resolve_has_embedding(obj: Memory) -> bool:
-        return obj.embedding is not None
+        # A search result is read without its vector (selectors.memories_search) and says whether it has one.
+        return bool(obj.has_vector) if hasattr(obj, "has_vector") else obj.embedding is not None
 
     @staticmethod
     def resolve_valid_from(obj: Memory) -> datetime:

@@ -73,7 +73,7 @@ def publish(payloads: list[dict[str, Any]]) -> None:
 
 def semantic_event_data(memory: Memory) -> dict[str, Any]:
     """What a consumer filters `memory.semantic.updated` on: the memory's id, scores, tags, window, how many
-    memories it stands for and its valid dates."""
+    memories it stands for (a window digest: the window's events) and its valid dates (docs/API.md, "Events")."""
     return {"id": str(memory.id), "importance": memory.importance, "stability": memory.stability_score,
             "tags": list(memory.tags), "window": memory.window,
             "source_count": int(memory.metadata.get("source_count", 0)),

@@ -11,17 +11,18 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from consolidation.domain.contradictions import newer_first
+from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import embed_query
-from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
+from zeromem.core.domain.ranking import Candidate, CorpusStats, fuse
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
-from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState, TermStat, UserSearchStats
+from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,46 @@ class SearchHit:
     earlier_than: uuid.UUID | None = None  # a newer result that states the same attribute with another value
 
 
-def query_lexemes(query: str) -> list[str]:
+@dataclass(frozen=True)
+class QueryTerms:
+    """The query's lexemes (as the search configuration normalises them) and the BM25 statistics of the scope."""
+
+    lexemes: list[str]
+    stats: CorpusStats
+
+    def pooled(self, pool: int) -> list[str]:
+        """The lexemes that pick the lexical pool. One in more than COMMON_SHARE of the scope's memories and in
+        more than a whole pool of them is left out: BM25 weighs it near zero anyway, and ranking every memory
+        that has it is what makes the pool slow for a big user. It still counts in the ranking."""
+        rare = [lexeme for lexeme in self.lexemes
+                if not (self.stats.doc_freqs.get(lexeme, 0) > max(COMMON_SHARE * self.stats.doc_count, pool))]
+        return rare
+
+
+COMMON_SHARE = 0.2
+
+
+def query_terms(scope: MemoryFilter, query: str) -> QueryTerms:
+    """One statement: the query's lexemes and, from the counters kept at ingestion, the scope's document count,
+    total length and the document frequency of each lexeme."""
+    user = "AND user_id = %(user)s" if scope.user_id is not None else ""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s)) ORDER BY 1",
-                       [settings.ZEROMEMORY_SEARCH_CONFIG, query])
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            f"""WITH lexemes AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s)))
+                SELECT array(SELECT lexeme FROM lexemes ORDER BY 1),
+                       (SELECT coalesce(json_object_agg(term, df), '{{}}'::json)
+                          FROM (SELECT term, sum(doc_count) AS df FROM zeromem_termstat
+                                 WHERE tenant_id = %(tenant)s {user} AND term IN (SELECT lexeme FROM lexemes)
+                                 GROUP BY term) found),
+                       totals.docs, totals.length
+                  FROM (SELECT coalesce(sum(doc_count), 0) AS docs, coalesce(sum(total_length), 0) AS length
+                          FROM zeromem_usersearchstats WHERE tenant_id = %(tenant)s {user}) totals""",
+            {"config": settings.ZEROMEMORY_SEARCH_CONFIG, "query": query, "tenant": scope.tenant_id,
+             "user": scope.user_id})
+        lexemes, doc_freqs, docs, length = cursor.fetchone()
+    stats = CorpusStats(doc_count=int(docs), avg_length=int(length) / docs if docs else 1.0,
+                        doc_freqs={term: int(df) for term, df in doc_freqs.items()})
+    return QueryTerms(list(lexemes), stats)
 
 
 def _or_tsquery(lexemes: Sequence[str]) -> str:
@@ -129,92 +165,80 @@ def _or_tsquery(lexemes: Sequence[str]) -> str:
     return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
-def _lexical_pool(scope: MemoryFilter, lexemes: Sequence[str], pool: int) -> list[str]:
-    # An OR query (plainto_tsquery's AND finds almost nothing for questions); ts_rank only picks the pool.
+# Columns a search result carries: every field but the vector (read only to compare, never sent back).
+_RESULT_FIELDS = [f for f in Memory._meta.concrete_fields if f.attname != "embedding"]
+_ROLE = [f.attname for f in _RESULT_FIELDS].index("role")
+
+
+def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | None,
+                 pool: int) -> list[tuple[Any, ...]]:
+    """One statement: the lexical pool (an OR full-text query; ts_rank only picks it), the vector pool (HNSW,
+    settings per connection: zeromem.settings) and, for each memory in either, its result columns, whether it
+    has a vector, its cosine to the query, its length and the query lexemes' counts in it. The tsquery and the
+    vector go in as literals and each pool is materialised: with parameters, PostgreSQL plans the pools
+    generically and far slower for big users."""
     where, params = _scope_sql(scope)
+    pooled, every = _or_tsquery(terms.pooled(pool)), _or_tsquery(terms.lexemes)
+    literal = _literal(str(vector)) if vector is not None else None
+    pools = []
+    if pooled:
+        tsquery = f"{_literal(pooled)}::tsquery"
+        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.search_vector @@ {tsquery}
+                          ORDER BY ts_rank(m.search_vector, {tsquery}) DESC LIMIT {int(pool)})""")
+    if literal:
+        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.embedding IS NOT NULL
+                          ORDER BY m.embedding <=> {literal}::vector LIMIT {int(pool) // 2})""")
+    if not pools:
+        return []
+    columns = ", ".join(f"m.{f.column}" for f in _RESULT_FIELDS)
+    cosine = f"1 - (m.embedding <=> {literal}::vector)" if literal else "NULL"
+    counts = (f"""CASE WHEN m.search_vector @@ {_literal(every)}::tsquery THEN
+                    (SELECT array_agg(ARRAY[t.lexeme, coalesce(array_length(t.positions, 1), 1)::text])
+                       FROM unnest(m.search_vector) t WHERE t.lexeme = ANY(%s)) END""" if every else "NULL")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""SELECT m.id FROM zeromem_memory m
-                 WHERE {where} AND m.search_vector @@ %s::tsquery
-                 ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC LIMIT %s""",
-            [*params, _or_tsquery(lexemes), _or_tsquery(lexemes), pool])
-        return [str(row[0]) for row in cursor.fetchall()]
+            f"""WITH pooled AS MATERIALIZED ({" UNION ".join(pools)})
+                SELECT {columns}, m.embedding IS NOT NULL, {cosine}, length(m.search_vector), {counts}
+                  FROM zeromem_memory m WHERE m.id IN (SELECT id FROM pooled)""",
+            [*(params * len(pools)), *([list(terms.lexemes)] if every else [])])
+        return cursor.fetchall()
 
 
-def _vector_pool(scope: MemoryFilter, vector: list[float], pool: int) -> list[str]:
-    where, params = _scope_sql(scope)
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Filtered HNSW scans keep walking the graph until enough rows pass the filter (pgvector 0.8).
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(pool, 40)])
-        cursor.execute(
-            f"""SELECT m.id FROM zeromem_memory m
-                 WHERE {where} AND m.embedding IS NOT NULL
-                 ORDER BY m.embedding <=> %s::vector LIMIT %s""",
-            [*params, str(vector), pool])
-        return [str(row[0]) for row in cursor.fetchall()]
+def _literal(text: str) -> str:
+    """A quoted SQL string literal inside a statement that also takes parameters (so % is doubled)."""
+    return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
-def _candidates(ids: Sequence[str], lexemes: Sequence[str], vector: list[float] | None) -> list[Candidate]:
-    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT m.id, m.role,
-                      CASE WHEN %s::vector IS NULL OR m.embedding IS NULL THEN NULL
-                           ELSE 1 - (m.embedding <=> %s::vector) END,
-                      length(m.search_vector),
-                      (SELECT coalesce(json_object_agg(t.lexeme, coalesce(array_length(t.positions, 1), 1)),
-                                       '{}'::json)
-                         FROM unnest(m.search_vector) t WHERE t.lexeme = ANY(%s))
-                 FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[])""",
-            [_vector_param(vector), _vector_param(vector), list(lexemes), list(ids)])
-        return [Candidate(id=str(i), cosine=cos, length=length or 0, term_freqs=tfs or {},
-                          weight=assistant if role == "assistant" else 1.0)
-                for i, role, cos, length, tfs in cursor.fetchall()]
-
-
-def _vector_param(vector: list[float] | None) -> str | None:
-    return None if vector is None else str(vector)
-
-
-def corpus_stats(scope: MemoryFilter, lexemes: Sequence[str]) -> CorpusStats:
-    """BM25 statistics from the counters kept at ingestion: index lookups, no document counting."""
-    users = UserSearchStats.objects.filter(tenant_id=scope.tenant_id)
-    terms = TermStat.objects.filter(tenant_id=scope.tenant_id, term__in=list(lexemes))
-    if scope.user_id is not None:
-        users = users.filter(user_id=scope.user_id)
-        terms = terms.filter(user_id=scope.user_id)
-    totals = users.aggregate(docs=Sum("doc_count"), length=Sum("total_length"))
-    docs = totals["docs"] or 0
-    doc_freqs = {row["term"]: row["df"] for row in terms.values("term").annotate(df=Sum("doc_count"))}
-    return CorpusStats(doc_count=docs, avg_length=(totals["length"] or 0) / docs if docs else 1.0,
-                       doc_freqs=doc_freqs)
-
-
-def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10,
-                    min_score: float | None = None) -> list[SearchHit]:
+def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10, min_score: float | None = None,
+                    newer_first: bool = True) -> list[SearchHit]:
     """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
     BM25 fused with cosine similarity. A memory without an embedding still ranks by its words. `min_score`
     (what agents get: ZEROMEMORY_SEARCH_MIN_SCORE) drops hits scored at or below it; internal measures (canaries,
-    evaluate) leave it None, so their figures stay comparable with earlier runs."""
-    pool = settings.ZEROMEMORY_SEARCH_POOL
-    lexemes = query_lexemes(query)
+    evaluate) leave it None, so their figures stay comparable with earlier runs. `newer_first`: move the newer of
+    two results stating one attribute above the older (what agents get; the retrieval safety net, which compares
+    a ranking before and after a run, skips it). Two statements, no ORM hydration: the query's terms, then the
+    pools with everything ranking and the results need."""
+    terms = query_terms(scope, query)
     vector = embed_query(query)
-    ids = list(dict.fromkeys(
-        (_lexical_pool(scope, lexemes, pool) if lexemes else [])
-        + (_vector_pool(scope, vector, pool // 2) if vector is not None else [])))
-    if not ids:
-        return []
-    ranked = fuse(_candidates(ids, lexemes, vector), corpus_stats(scope, lexemes),
-                  vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
+    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL)}
+    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
+    candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
+                            term_freqs={term: int(n) for term, n in row[-1] or []},
+                            weight=assistant if row[_ROLE] == "assistant" else 1.0) for id_, row in rows.items()]
+    ranked = fuse(candidates, terms.stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
                   length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
-    return newer_statements_first(_hits([r for r in ranked if min_score is None or r.score > min_score]))
+    hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
+            for r in ranked if min_score is None or r.score > min_score]
+    return newer_statements_first(hits) if newer_first else hits
 
 
-def _hits(ranked: list[Ranked]) -> list[SearchHit]:
-    memories = Memory.objects.in_bulk([r.id for r in ranked])
-    return [SearchHit(memory=memories[uuid.UUID(r.id)], score=r.score, bm25=r.bm25, cosine=r.cosine)
-            for r in ranked if uuid.UUID(r.id) in memories]
+def _memory(row: tuple[Any, ...]) -> Memory:
+    """A result row as a Memory without a query: its vector deferred, `has_vector` saying whether it has one."""
+    memory = Memory.from_db(connection.alias, [f.attname for f in _RESULT_FIELDS],
+                            [f.from_db_value(value, None, connection) if hasattr(f, "from_db_value") else value
+                             for f, value in zip(_RESULT_FIELDS, row, strict=False)])
+    memory.has_vector = row[len(_RESULT_FIELDS)]
+    return memory
 
 
 def newer_statements_first(hits: list[SearchHit]) -> list[SearchHit]:
@@ -277,13 +301,20 @@ def memory_sources(*, memory: Memory) -> list[MemorySource]:
 # --- API keys ----------------------------------------------------------------------------------------------
 
 def apikey_authenticate(*, secret: str) -> ApiKey | None:
-    """The live key for a presented secret: looked up by its prefix, compared in constant time."""
+    """The live key for a presented secret: looked up by its prefix, compared in constant time, and kept for
+    ZEROMEMORY_KEY_CACHE_SECONDS in this process (so a request usually reads nothing to authenticate; a revoked
+    key is refused by every process within that time)."""
     if not secret.startswith(KEY_PREFIX) or secret.count("_") < 2:
         return None
+    hashed = hash_secret(secret)
+    cached = keycache.get(hashed)
+    if cached is not None:
+        return cached
     prefix = secret[len(KEY_PREFIX):].split("_", 1)[0]
     key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
-    if key is None or not hmac.compare_digest(key.secret_hash, hash_secret(secret)):
+    if key is None or not hmac.compare_digest(key.secret_hash, hashed):
         return None
+    keycache.put(hashed, key)
     return key
 
 

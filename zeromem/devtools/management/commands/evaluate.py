@@ -212,4 +212,5 @@ class Command(BaseCommand):
             write(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
         write(f"{result['questions']} questions, {result['seconds']} s; "
               f"{result['evidence_archived_uninformative']} of {result['evidence_turns']} evidence turns archived "
-              f"as small talk")
+              f"as small talk; {result['query_embeddings']} queries embedded, {result['query_cache_hits']} from the "
+              f"query cache")
