@@ -223,8 +223,8 @@ def no_job(stack: Stack, bodies: list[dict[str, Any]], rate: float) -> dict[str,
     before = stack.cpu()
     arrivals = open_loop(url=stack.url("/search"), headers=stack.headers, bodies=bodies, rate=rate)
     after = stack.cpu()
-    cpu_ms = (sum(after.values()) - sum(before.values())) * 1000 / len(arrivals)
-    return {**wall(arrivals), "cpu_ms_per_search": round(cpu_ms, 1)}
+    parts = {name: round((after[name] - before[name]) * 1000 / len(arrivals), 1) for name in before}
+    return {**wall(arrivals), "cpu_ms_per_search": round(sum(parts.values()), 1), "cpu_parts": parts}
 
 
 def wall(arrivals: list[Arrival]) -> dict[str, Any]:
