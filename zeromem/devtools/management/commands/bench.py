@@ -10,6 +10,7 @@ from consolidation.jobs.clustering import clustering_params
 from zeromem.devtools.bench.clustering import bench_clustering, calibrate
 from zeromem.devtools.bench.ingest import bench_ingest
 from zeromem.devtools.bench.reflection import bench_reflection
+from zeromem.devtools.bench.search import FULL, QUICK, TARGETS, bench_search
 
 
 class Command(BaseCommand):
@@ -35,6 +36,11 @@ class Command(BaseCommand):
         calibrate = sub.add_parser("calibrate", help="cosine scores of the embedder on same-fact/related/unrelated "
                                                      "pairs against the clustering floor")
         calibrate.add_argument("--json", action="store_true")
+        search = sub.add_parser("search", help="CPU, SQL statements and latency of a search through the HTTP API "
+                                               "(gunicorn), idle, during a clustering run, and for a 100,000-memory "
+                                               "user")
+        search.add_argument("--quick", action="store_true", help="small sizes and few searches (a minute)")
+        search.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "ingest":
@@ -45,6 +51,18 @@ class Command(BaseCommand):
             self._calibrate(options)
         elif which == "reflection":
             self._reflection(options)
+        elif which == "search":
+            self._search(options)
+
+    def _search(self, options: dict[str, Any]) -> None:
+        result = bench_search(plan=QUICK if options["quick"] else FULL, say=self.stderr.write)
+        machine = result["machine"]
+        self.stdout.write(f"machine: {machine['cores']} cores, load average at start "
+                          f"{' '.join(str(x) for x in machine['load_average_start'])}; {result['note']}")
+        for key, target in TARGETS.items():
+            self.stdout.write(f"{key}: {result[key]} (target <= {target})")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _reflection(self, options: dict[str, Any]) -> None:
 
