@@ -141,3 +141,15 @@ def test_an_assistant_turn_ranks_below_the_users_own_statement(tenant, settings)
     weighted = {h.memory.role: h.score for h in memories_search(scope=scope, query=query, top_k=2)}
     assert weighted["assistant"] == pytest.approx(0.7 * alike["assistant"])
     assert weighted["user"] == pytest.approx(alike["user"])
+
+
+def test_the_lexical_pool_is_picked_by_the_rarest_lexemes_within_twenty_pools_of_matches():
+    from zeromem.core.domain.ranking import CorpusStats
+    from zeromem.core.selectors import QueryTerms
+
+    stats = CorpusStats(doc_count=100_000, avg_length=10.0,
+                        doc_freqs={"deploy": 9_000, "server": 2_500, "ramen": 40, "tokyo": 1_400})
+    terms = QueryTerms(["deploy", "ramen", "server", "tokyo", "unseen"], stats)
+    assert terms.pooled(200) == ["unseen", "ramen", "tokyo", "server"]  # 3,940 of 4,000; deploy would pass it
+    assert terms.pooled(100) == ["unseen", "ramen", "tokyo"]
+    assert terms.pooled(1_000) == ["unseen", "ramen", "tokyo", "server", "deploy"]

@@ -126,15 +126,19 @@ class QueryTerms:
     stats: CorpusStats
 
     def pooled(self, pool: int) -> list[str]:
-        """The lexemes that pick the lexical pool. One in more than COMMON_SHARE of the scope's memories and in
-        more than a whole pool of them is left out: BM25 weighs it near zero anyway, and ranking every memory
-        that has it is what makes the pool slow for a big user. It still counts in the ranking."""
-        rare = [lexeme for lexeme in self.lexemes
-                if not (self.stats.doc_freqs.get(lexeme, 0) > max(COMMON_SHARE * self.stats.doc_count, pool))]
-        return rare
+        """The lexemes that pick the lexical pool: the rarest first, while the memories having them stay within
+        POOL_MATCHES pools. Picking the pool ranks every memory that has one of them, so a lexeme common in a big
+        user's memories would cost more than the rest of the search; BM25 weighs it low, and it still ranks."""
+        budget, chosen = POOL_MATCHES * pool, []
+        for lexeme in sorted(self.lexemes, key=lambda found: (self.stats.doc_freqs.get(found, 0), found)):
+            budget -= self.stats.doc_freqs.get(lexeme, 0)
+            if budget < 0:
+                break
+            chosen.append(lexeme)
+        return chosen
 
 
-COMMON_SHARE = 0.2
+POOL_MATCHES = 20  # pools' worth of memories the lexical pool may read (4,000 at the default pool of 200)
 EXACT_VECTOR_POOL = 5_000  # memories in a scope up to which its vector pool is exact (a sort of a few ms)
 
 
