@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from consolidation.jobs.clustering import clustering_run_now
+from consolidation.jobs.clustering import _write_merges, clustering_plan, clustering_run_now
+from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import LeaseLost, run_fence, run_request, run_start
 from tests.conftest import subprocess_database_url
 from tests.factories import DAY, HOUR, MINUTE, ingest, ingest_clusterable
-from zeromem.models import Memory, MemorySource
+from zeromem.models import Memory, MemorySource, Tenant
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
@@ -255,3 +256,28 @@ def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_a
 
     run_revert(run_id=run.id, actor="test", reason="undo")
     assert set(Memory.objects.filter(id__in=chatter).values_list("state", flat=True)) == {"raw"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_writes_the_rest(tenant, settings,
+                                                                                          three_days_ago):
+    settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK = 2
+    for topic in range(3):
+        ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
+                           entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
+    run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="cli")
+    run = run_start(run_id=run.id, worker="w1")
+    plan = clustering_plan(tenant=Tenant.objects.get(id=tenant.id), user_id="u1", now=three_days_ago + 3 * DAY,
+                           force=True)
+    assert len(plan.merges) == 3
+    moved = plan.loaded.ids[plan.merges[1].members[0]]  # in the first chunk, with merge 0
+    memory_transition(tenant_id=tenant.id, memory_ids=[moved], operation="decay", actor="another writer")
+
+    counts, _ = _write_merges(run, "w1", tenant.id, plan, {"clusters": 0, "merged": 0, "created": 0}, None)
+
+    assert (counts["clusters"], counts["merged"]) == (2, 6)
+    assert LedgerEntry.objects.filter(action="merge", run=run).count() == 2
+    left_out = [plan.loaded.ids[i] for i in plan.merges[1].members]
+    assert list(Memory.objects.filter(id__in=left_out).order_by("state").values_list("state", flat=True)) == \
+        ["archived", "raw", "raw"]
+    assert_nothing_lost_or_duplicated(tenant)
