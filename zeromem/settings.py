@@ -273,8 +273,11 @@ ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minim
 # so it never presents a months-old statement as recent. 0 = no limit.
 ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
-# one conditional UPDATE for the chunk. 250 keeps a transaction well under a second and its locks short.
-ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK", 250, minimum=1, maximum=5_000)
+# one conditional UPDATE for the chunk. A chunk's PostgreSQL work (mostly inserting vectors into the HNSW index) is a
+# burst searches wait behind on a small machine (bench search, 2 cores: search p99 during a 10,000-memory run 200 ms
+# at 250 a chunk, 110 ms at 50). Each chunk is two transactions (its writes, then the webhook endpoints read after
+# commit): 150 keeps a 10,000-memory job near 75.
+ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK", 150, minimum=1, maximum=5_000)
 ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
 # Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
