@@ -187,22 +187,21 @@ def merges_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: 
                 if all(loaded.ids[i] in active for i in _touched(merge))]
         if not kept:
             return []
-        written = [_semantic(tenant_id, run.user_id, loaded, merge, vector) for merge, vector in kept]
-        created = [memory for (memory, before), (merge, _) in zip(written, kept, strict=True) if merge.base is None]
+        written = [(merge, *_semantic(tenant_id, run.user_id, loaded, merge, vector)) for merge, vector in kept]
+        created = [memory for merge, memory, _ in written if merge.base is None]
         Memory.objects.bulk_create(created, batch_size=500)
         search_stats_add(memory_ids=[m.id for m in created])
         MemorySource.objects.bulk_create([
             MemorySource(memory=memory, source_id=loaded.ids[i], source_memory_id=loaded.ids[i],
                          source_content_hash=loaded.rows[i].content_hash)
-            for (memory, _), (merge, _) in zip(written, kept, strict=True) for i in merge.members],
-            ignore_conflicts=True, batch_size=1000)
+            for merge, memory, _ in written for i in merge.members], ignore_conflicts=True, batch_size=1000)
         memory_transition(tenant_id=tenant_id, memory_ids=[loaded.ids[i] for merge, _ in kept for i in merge.members],
                           operation="consolidate", actor=f"run:{run.id}", run_id=run.id,
                           reason="folded into a semantic memory")
         ledger_write_all([_merge_row(run, tenant_id, loaded, merge, memory, before)
-                          for (memory, before), (merge, _) in zip(written, kept, strict=True)])
+                          for merge, memory, before in written])
         event_emit_all(tenant_id=tenant_id, events=[
-            event for (memory, _), (merge, _) in zip(written, kept, strict=True)
+            event for merge, memory, _ in written
             for event in _merge_events(memory, [loaded.rows[i] for i in merge.members], created=merge.base is None)])
     return [merge for merge, _ in kept]
 

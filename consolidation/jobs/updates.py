@@ -129,7 +129,11 @@ def decisions_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loade
                                        ["superseded_by", "valid_to"], batch_size=500)
         MemoryRelation.objects.bulk_create([_relation(tenant_id, loaded, d) for d in [*supersedes, *flags]],
                                            ignore_conflicts=True, batch_size=500)
-        ledger_write_all([_decision_row(run, tenant_id, loaded, d) for d in [*supersedes, *flags]])
+        # A supersede also retires the profile items built from the older statement; its row names their
+        # `profile.update` rows, so undoing it puts the items back.
+        ledger_write_all([_decision_row(run, tenant_id, loaded, d, _retire_profile_items(
+            run, tenant_id, loaded.ids[d.older], d.replaced_values)) for d in supersedes]
+                         + [_decision_row(run, tenant_id, loaded, d, []) for d in flags])
         event_emit_all(tenant_id=tenant_id, events=[
             ("memory.superseded", {"memory_id": str(loaded.ids[d.older]), "superseded_by": str(loaded.ids[d.newer]),
                                    "reason": d.verdict.reason}) for d in supersedes])
@@ -156,12 +160,11 @@ def _relation(tenant_id: int, loaded: Loaded, decision: Decision) -> MemoryRelat
                           metadata={"reason": decision.verdict.reason})
 
 
-def _decision_row(run: ConsolidationRun, tenant_id: int, loaded: Loaded, decision: Decision) -> LedgerEntry:
-    """The decision's evidence; a supersede also retires the profile items built from the older statement (the
-    row names their `profile.update` rows, so undoing it puts the items back)."""
+def _decision_row(run: ConsolidationRun, tenant_id: int, loaded: Loaded, decision: Decision,
+                  profile_entries: list[int]) -> LedgerEntry:
+    """The decision's evidence, and the `profile.update` rows of the items it retired."""
     older, newer = loaded.rows[decision.older], loaded.rows[decision.newer]
     supersede = decision.verdict.kind == SUPERSEDE
-    profile_entries = _retire_profile_items(run, tenant_id, older.id, decision.replaced_values) if supersede else []
     return ledger_row(tenant_id=tenant_id, action="supersede" if supersede else "contradiction.flagged",
                       actor=f"run:{run.id}", run_id=run.id, user_id=run.user_id, memory_ids=[older.id, newer.id],
                       inputs={"older": {"id": str(older.id), "content": older.content,

@@ -7,7 +7,6 @@ itself logged for their connections."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -63,8 +62,8 @@ def _transactions() -> int:
 
 
 def _cpu_of(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
 
 
 def tree_cpu_s(pid: int) -> float:
