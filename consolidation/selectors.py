@@ -57,13 +57,13 @@ def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: b
     return episodes | active.filter(memory_type=MemoryType.SEMANTIC).exclude(digests)
 
 
-def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str]]:
-    """(tenant, user) pairs with active episodes past the shortest recency window (per-tenant windows are
-    applied again by each run). Reads the partial index on raw memories."""
+def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str, int]]:
+    """(tenant, user, eligible episodes) for users with active episodes past the shortest recency window
+    (per-tenant windows are applied again by each run). Reads the partial index on raw memories."""
     shortest = min([recency_window(t) for t in Tenant.objects.all()] or [timedelta(0)])
     rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES,
                                   created_at__lt=now - shortest)
-            .values_list("tenant_id", "user_id").distinct().order_by("tenant_id", "user_id"))
+            .values_list("tenant_id", "user_id").annotate(episodes=Count("id")).order_by("tenant_id", "user_id"))
     return list(rows)
 
 

@@ -15,7 +15,7 @@ from consolidation.jobs.reflection import reflection_execute, reflection_user_ru
 from consolidation.models import RunStatus, RunTrigger
 from consolidation.runs import run_finish, run_release, run_start, worker_name
 from consolidation.selectors import reflection_eligible_scopes, users_with_eligible_memories
-from consolidation.triggers import clustering_trigger_users, requeue_stale_runs
+from consolidation.triggers import clustering_fan_out, requeue_stale_runs
 from consolidation.webhooks import DeliveryFailed, webhook_deliver
 from zeromem.core.adapters.llm import LLMUnavailable
 from zeromem.core.tasks import TASK_OPTIONS
@@ -26,8 +26,7 @@ from zeromem.models import Tenant
              **TASK_OPTIONS)
 def clustering_fan_out_task() -> int:
     """Daily (03:30 UTC): one clustering run per (tenant, user) with eligible memories."""
-    return clustering_trigger_users(users=users_with_eligible_memories(now=timezone.now()),
-                                    trigger=RunTrigger.BEAT)[0]
+    return clustering_fan_out(users=users_with_eligible_memories(now=timezone.now()), trigger=RunTrigger.BEAT)[0]
 
 
 # The hard limit stays below the broker's visibility timeout (settings) so a running task is never
@@ -39,6 +38,23 @@ def clustering_run_task(*, run_id: str) -> str:
     if run is None:
         return "done or held by a live worker"  # a redelivered message finds its run finished
     return clustering_execute(run=run, worker=worker, force=run.force).status
+
+
+@shared_task(name="consolidation.clustering_runs", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
+def clustering_runs_task(*, run_ids: list[str]) -> list[str]:
+    """Small users' runs one after another (the daily fan-out batches them). One run's error does not stop the
+    others; the task then fails with it, and a redelivery skips the runs already finished."""
+    statuses: list[str] = []
+    failure: Exception | None = None
+    for run_id in run_ids:
+        try:
+            statuses.append(clustering_run_task(run_id=run_id))
+        except Exception as exc:  # re-raised once the rest of the batch has run
+            failure = failure or exc
+            statuses.append(f"error: {exc}")
+    if failure is not None:
+        raise failure
+    return statuses
 
 
 @shared_task(name="consolidation.reflection_run", bind=True, soft_time_limit=3000, time_limit=3300,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -23,7 +24,9 @@ CLUSTERING_RUN = RUN_TASKS[RunKind.CLUSTERING]
 REFLECTION_RUN = RUN_TASKS[RunKind.REFLECTION]
 LIFECYCLE_RUN = "consolidation.lifecycle_run"
 CONSOLIDATION_PASS = "consolidation.consolidation_pass"
-TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS)
+CLUSTERING_RUNS = "consolidation.clustering_runs"  # several small users' runs in one task
+TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS, CLUSTERING_RUNS)
+BATCH_RUNS = 50  # runs a shared task holds at most: a batch stays minutes, and big fleets keep their parallelism
 
 
 def clustering_trigger(*, tenant_id: int, user_id: str, trigger: str) -> tuple[uuid.UUID, bool]:
@@ -39,6 +42,41 @@ def clustering_trigger_users(*, users: Iterable[tuple[int, str]], trigger: str) 
     """Trigger clustering for each (tenant, user); returns (runs created, users that already had one)."""
     created = [clustering_trigger(tenant_id=t, user_id=u, trigger=trigger)[1] for t, u in users]
     return sum(created), len(created) - sum(created)
+
+
+def clustering_fan_out(*, users: Iterable[tuple[int, str, int]], trigger: str) -> tuple[int, int]:
+    """A clustering run for each (tenant, user, eligible episodes), like `clustering_trigger_users`, but small
+    users' runs share a task (`small_batches`): one message, one claim loop and one database connection for many
+    runs of a few episodes each, where a task each cost more than most of those runs. Returns (created, joined)."""
+    created: list[tuple[uuid.UUID, int]] = []
+    joined = 0
+    for tenant_id, user_id, episodes in users:
+        run, new = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger)
+        if new:
+            created.append((run.id, episodes))
+        else:
+            joined += 1
+    for batch in small_batches(created, budget=settings.ZEROMEMORY_CLUSTERING_BATCH_EPISODES, most=BATCH_RUNS):
+        if len(batch) == 1:
+            enqueue_on_commit(CLUSTERING_RUN, run_id=str(batch[0]))
+        else:
+            enqueue_on_commit(CLUSTERING_RUNS, run_ids=[str(run_id) for run_id in batch])
+    return len(created), joined
+
+
+def small_batches(sized: Sequence[tuple[uuid.UUID, int]], *, budget: int, most: int) -> list[list[uuid.UUID]]:
+    """Runs in the order given, grouped while a group's episodes stay within `budget` and its runs within
+    `most`; a run of `budget` episodes or more goes alone (so does every run when `budget` is 0)."""
+    batches: list[list[uuid.UUID]] = []
+    total = 0
+    for run_id, episodes in sized:
+        if batches and episodes < budget and total + episodes <= budget and len(batches[-1]) < most:
+            batches[-1].append(run_id)
+            total += episodes
+        else:
+            batches.append([run_id])
+            total = episodes
+    return batches
 
 
 class RunBusy(Exception):

@@ -1,14 +1,17 @@
 """The Celery app, configured from Django settings (CELERY_* names)."""
 
+import logging
 import os
 from logging.config import dictConfig
 from typing import Any
 
 from celery import Celery
 from celery.signals import setup_logging, worker_init
+from django.db.backends.signals import connection_created
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "zeromem.settings")
 
+logger = logging.getLogger(__name__)
 app = Celery("zeromem")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
@@ -31,3 +34,27 @@ def _yield_cpu_to_the_web_tier(**kwargs: Any) -> None:
 
     if settings.ZEROMEMORY_WORKER_NICE:
         os.nice(settings.ZEROMEMORY_WORKER_NICE)
+        connection_created.connect(_database_session_at_worker_priority, weak=False)
+
+
+def _database_session_at_worker_priority(connection: Any, **kwargs: Any) -> None:
+    """A run's database work goes at the worker's priority too, where the worker can renice its session's
+    process: PostgreSQL on this machine (the embedded database of `make dev`, one-host installs). Most of a
+    clustering chunk's CPU is its PostgreSQL backend inserting index entries; at the web tier's priority it made
+    searches wait. Elsewhere (another host, another container) nothing changes; the web tier never calls this."""
+    import psutil
+    from django.conf import settings
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid, extract(epoch FROM backend_start) FROM pg_stat_activity "
+                       "WHERE pid = pg_backend_pid()")
+        pid, started = cursor.fetchone()
+    try:
+        backend = psutil.Process(pid)
+        # The pid of a server on another host or in another container may name an unrelated process here: only
+        # a postgres process started when our session did is ours.
+        if backend.name() != "postgres" or abs(backend.create_time() - float(started)) > 1:
+            return
+        backend.nice(max(backend.nice(), settings.ZEROMEMORY_WORKER_NICE))
+    except (psutil.Error, OSError) as exc:
+        logger.info("database session %s keeps its priority: %s", pid, exc)

@@ -278,6 +278,11 @@ ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 3
 # at 250 a chunk, 110 ms at 50). Each chunk is two transactions (its writes, then the webhook endpoints read after
 # commit): 150 keeps a 10,000-memory job near 75.
 ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK", 150, minimum=1, maximum=5_000)
+# The daily fan-out gives users with fewer eligible episodes than this a shared task, up to this many episodes
+# (and 50 runs) a task: a run of a few memories costs less than its own task (message, claim, database connection).
+# 0 = a task per run.
+ZEROMEMORY_CLUSTERING_BATCH_EPISODES = env_int("ZEROMEMORY_CLUSTERING_BATCH_EPISODES", 500, minimum=0,
+                                               maximum=100_000)
 ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
 # Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than

@@ -26,7 +26,7 @@ from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
 from consolidation.selectors import MemoryRow, provenance
 from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
-from zeromem.core.selectors import MemoryFilter, memories_search
+from zeromem.core.selectors import MemoryFilter, memories_ranked
 
 SEARCH_DEPTH = 25  # hits fetched per canary; the 2,000-character budget rarely reaches further
 
@@ -87,18 +87,14 @@ def informative_text(content: str) -> str:
 
 
 def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> list[float]:
-    """Budget recall of each probe, all searched in one read transaction (not one per statement)."""
+    """Budget recall of each probe: every search in one read transaction, then one provenance query for all
+    the hits. The newer-first reordering is left out (`memories_ranked`): it costs more than the search on a
+    small run, and the before and after rankings are compared with the same function."""
     scope = MemoryFilter(tenant_id=tenant_id, user_id=user_id)
-    recalls = []
     with transaction.atomic():
-        for probe in probes:
-            # The newer-first reordering is left out: it costs more than the search on a small run, and the
-            # before and after rankings are compared with the same function.
-            hits = [h.memory for h in memories_search(scope=scope, query=probe.query, top_k=SEARCH_DEPTH,
-                                                      newer_first=False)]
-            covers = provenance([m.id for m in hits])
-            recalls.append(budget_recall([(m.id, len(m.content)) for m in hits], covers, probe.expected))
-    return recalls
+        rankings = [memories_ranked(scope=scope, query=probe.query, top_k=SEARCH_DEPTH) for probe in probes]
+        covers = provenance(list({memory_id for ranking in rankings for memory_id, _ in ranking}))
+    return [budget_recall(ranking, covers, probe.expected) for probe, ranking in zip(probes, rankings, strict=True)]
 
 
 def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],

@@ -7,8 +7,9 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from tests.conftest import subprocess_database_url, wait_until
 from tests.factories import ingest
@@ -64,3 +65,27 @@ def test_beat_starts_with_the_database_scheduler(tmp_path):
 def test_the_worker_runs_below_the_web_tiers_cpu_priority(worker):
     own = os.getpriority(os.PRIO_PROCESS, 0)
     assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(own + 10, 19)
+
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_session_runs_at_the_workers_priority_and_the_web_session_does_not(settings):
+    """The embedded PostgreSQL runs on this machine as this user, so a worker lowers its own session's backend
+    (the hook `worker_init` connects to every new connection of a worker); a web session keeps its priority."""
+    from zeromem.celery import _database_session_at_worker_priority
+
+    settings.ZEROMEMORY_WORKER_NICE = 7
+    worker_session = connection.copy()
+    try:
+        worker_session.connect()
+        _database_session_at_worker_priority(worker_session)
+        assert psutil.Process(_backend_pid(worker_session)).nice() == 7
+        assert psutil.Process(_backend_pid(connection)).nice() == 0
+    finally:
+        worker_session.close()
+
+
+def _backend_pid(session) -> int:
+    with session.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]

@@ -19,7 +19,7 @@ from django.utils import timezone
 from consolidation.domain.contradictions import newer_first
 from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import embed_query
-from zeromem.core.domain.ranking import Candidate, CorpusStats, fuse
+from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
 from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState
@@ -172,16 +172,17 @@ def _or_tsquery(lexemes: Sequence[str]) -> str:
 
 # Columns a search result carries: every field but the vector (read only to compare, never sent back).
 _RESULT_FIELDS = [f for f in Memory._meta.concrete_fields if f.attname != "embedding"]
-_ROLE = [f.attname for f in _RESULT_FIELDS].index("role")
+# What ranking alone needs (internal measures that only count characters): the id, the role and the text.
+_RANK_FIELDS = [Memory._meta.get_field(name) for name in ("id", "role", "content")]
 
 
-def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | None,
-                 pool: int) -> list[tuple[Any, ...]]:
+def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | None, pool: int,
+                 fields: Sequence[Any]) -> list[tuple[Any, ...]]:
     """One statement: the lexical pool (an OR full-text query; ts_rank only picks it), the vector pool (HNSW,
-    settings per connection: zeromem.settings) and, for each memory in either, its result columns, whether it
-    has a vector, its cosine to the query, its length and the query lexemes' counts in it. The tsquery and the
-    vector go in as literals and each pool is materialised: with parameters, PostgreSQL plans the pools
-    generically and far slower for big users."""
+    settings per connection: zeromem.settings) and, for each memory in either, its `fields` (the id first),
+    whether it has a vector, its cosine to the query, its length and the query lexemes' counts in it. The
+    tsquery and the vector go in as literals and each pool is materialised: with parameters, PostgreSQL plans the
+    pools generically and far slower for big users."""
     where, params = _scope_sql(scope)
     pooled, every = _or_tsquery(terms.pooled(pool)), _or_tsquery(terms.lexemes)
     literal = _literal(str(vector)) if vector is not None else None
@@ -199,7 +200,7 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
                           ORDER BY (m.embedding <=> {literal}::vector){exact} LIMIT {int(pool) // 2})""")
     if not pools:
         return []
-    columns = ", ".join(f"m.{f.column}" for f in _RESULT_FIELDS)
+    columns = ", ".join(f"m.{f.column}" for f in fields)
     cosine = f"1 - (m.embedding <=> {literal}::vector)" if literal else "NULL"
     counts = (f"""CASE WHEN m.search_vector @@ {_literal(every)}::tsquery THEN
                     (SELECT array_agg(ARRAY[t.lexeme, coalesce(array_length(t.positions, 1), 1)::text])
@@ -218,27 +219,41 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
+def _ranked(scope: MemoryFilter, query: str, *, top_k: int,
+            fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], list[Ranked]]:
+    """Two statements, no ORM hydration: the query's terms, then the pools with everything ranking needs and
+    the `fields` of each candidate; the candidates' rows by id and the top_k ranked."""
+    terms = query_terms(scope, query)
+    vector = embed_query(query)
+    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL, fields)}
+    role = list(fields).index(Memory._meta.get_field("role"))
+    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
+    candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
+                            term_freqs={term: int(n) for term, n in row[-1] or []},
+                            weight=assistant if row[role] == "assistant" else 1.0) for id_, row in rows.items()]
+    return rows, fuse(candidates, terms.stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
+                      length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+
+
 def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10, min_score: float | None = None,
                     newer_first: bool = True) -> list[SearchHit]:
     """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
     BM25 fused with cosine similarity. A memory without an embedding still ranks by its words. `min_score`
     (what agents get: ZEROMEMORY_SEARCH_MIN_SCORE) drops hits scored at or below it; internal measures (canaries,
     evaluate) leave it None, so their figures stay comparable with earlier runs. `newer_first`: move the newer of
-    two results stating one attribute above the older (what agents get; the retrieval safety net, which compares
-    a ranking before and after a run, skips it). Two statements, no ORM hydration: the query's terms, then the
-    pools with everything ranking and the results need."""
-    terms = query_terms(scope, query)
-    vector = embed_query(query)
-    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL)}
-    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
-    candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
-                            term_freqs={term: int(n) for term, n in row[-1] or []},
-                            weight=assistant if row[_ROLE] == "assistant" else 1.0) for id_, row in rows.items()]
-    ranked = fuse(candidates, terms.stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
-                  length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+    two results stating one attribute above the older (what agents get). Only the hits become Memory objects."""
+    rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RESULT_FIELDS)
     hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
             for r in ranked if min_score is None or r.score > min_score]
     return newer_statements_first(hits) if newer_first else hits
+
+
+def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int) -> list[tuple[uuid.UUID, int]]:
+    """(id, characters) of the top_k hits in the order `memories_search` ranks them without the newer-first
+    reordering: what a budget-recall measure needs (the retrieval safety net), read without building a Memory
+    per hit — that hydration cost a small user's run more than the searches."""
+    rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RANK_FIELDS)
+    return [(rows[r.id][0], len(rows[r.id][2])) for r in ranked]
 
 
 def _memory(row: tuple[Any, ...]) -> Memory:
