@@ -8,7 +8,7 @@ class ConsolidationConfig(AppConfig):
     name = "consolidation"
 
     def ready(self) -> None:
-        # Wiring: the webhook receiver joins memory_events, and the tasks register with Celery in every process
+        # Wiring: the webhook receiver joins memory_events_recorded, and the tasks register with Celery in every process
         # (web included), since triggers send them by name through the app's registry.
         from consolidation import tasks, webhooks  # noqa: F401
 

@@ -1,5 +1,6 @@
-"""Webhooks: per-tenant endpoints subscribed to event types, fed from the same after-commit events as the Redis
-stream (so a rolled-back change is never announced).
+"""Webhooks: per-tenant endpoints subscribed to event types, fed from the same events as the Redis stream. The
+deliveries are written in the transaction that emits the events (a rolled-back change is never announced, and a
+crash right after commit loses no delivery); their tasks are sent after commit.
 
 Each event becomes one WebhookDelivery row per subscribed endpoint and a Celery task that POSTs it, signed:
 `X-Zeromem-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the endpoint's secret>` and
@@ -24,8 +25,8 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from consolidation.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
-from zeromem.core.events import memory_events
-from zeromem.core.tasks import send_task
+from zeromem.core.events import memory_events_recorded
+from zeromem.core.tasks import enqueue_on_commit
 
 WEBHOOK_DELIVER_TASK = "consolidation.webhook_deliver"  # registered in consolidation.tasks
 
@@ -93,9 +94,9 @@ def _record_attempt(delivery: WebhookDelivery, code: int | None, error: str) -> 
     return ok
 
 
-@receiver(memory_events, dispatch_uid="zeromem-webhooks")
+@receiver(memory_events_recorded, dispatch_uid="zeromem-webhooks")
 def _on_events(sender: Any, payloads: list[dict[str, Any]], **kwargs: Any) -> None:
-    """After commit: create the deliveries and enqueue them. Errors are logged (the signal is sent robustly):
-    the change that caused the event is already committed and must not be affected."""
+    """In the transaction that emits the events: their deliveries commit with the change (a job's chunk reads the
+    endpoints inside its own transaction, no second one), and their tasks are sent after commit."""
     for delivery_id in webhook_deliveries_create(payloads=payloads):
-        send_task(WEBHOOK_DELIVER_TASK, delivery_id=delivery_id)
+        enqueue_on_commit(WEBHOOK_DELIVER_TASK, delivery_id=delivery_id)

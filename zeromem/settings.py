@@ -273,11 +273,11 @@ ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minim
 # so it never presents a months-old statement as recent. 0 = no limit.
 ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
-# one conditional UPDATE for the chunk. A chunk's PostgreSQL work (mostly inserting vectors into the HNSW index) is a
-# burst searches wait behind on a small machine (bench search, 2 cores: search p99 during a 10,000-memory run 200 ms
-# at 250 a chunk, 110 ms at 50). Each chunk is two transactions (its writes, then the webhook endpoints read after
-# commit): 150 keeps a 10,000-memory job near 75.
-ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK", 150, minimum=1, maximum=5_000)
+# one conditional UPDATE for the chunk (its webhook deliveries included). A chunk's PostgreSQL work (mostly inserting
+# vectors into the HNSW index) is a burst searches wait behind on a small machine (bench search, 2 cores: search p99
+# during a 10,000-memory run 200 ms at 250 a chunk, 110 ms at 50, before the worker's session was reniced); 100
+# keeps a 10,000-memory job near 60 transactions.
+ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK", 100, minimum=1, maximum=5_000)
 # The daily fan-out gives users with fewer eligible episodes than this a shared task, up to this many episodes
 # (and 50 runs) a task: a run of a few memories costs less than its own task (message, claim, database connection).
 # 0 = a task per run.

@@ -79,6 +79,17 @@ def test_no_delivery_for_a_rolled_back_change(tenant, receiver, eager):
     assert receiver.requests == [] and not WebhookDelivery.objects.exists()
 
 
+def test_deliveries_commit_with_the_change_and_are_sent_only_after_it(tenant, receiver, eager):
+    """An outbox: the delivery row is written in the emitting transaction (a crash right after commit loses
+    nothing), and no request leaves before the commit."""
+    WebhookEndpoint.objects.create(tenant=tenant, url=receiver.url)
+    with transaction.atomic():
+        event_emit(event="memory.merged", tenant_id=tenant.id, data={})
+        assert WebhookDelivery.objects.filter(status="pending").count() == 1
+        assert receiver.requests == []
+    assert len(receiver.requests) == 2  # a 500, then the retry, after commit
+
+
 def test_a_dead_endpoint_never_blocks_a_job(tenant, eager, settings):
     settings.ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = 0
     settings.ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = 0.5

@@ -29,8 +29,11 @@ EVENT_TYPES = frozenset({
 STREAM = "zeromem:events"
 STREAM_MAXLEN = 100_000
 
-# Receivers get `payloads`: the events one transaction committed (the dicts above), in the order emitted, so a
-# receiver does its look-ups once for a chunk of a job's writes.
+# Receivers get `payloads`: the events of one emit (the dicts above), in the order emitted, so a receiver does its
+# look-ups once for a chunk of a job's writes. `memory_events_recorded` is sent inside the emitting transaction:
+# what a receiver writes commits with the change or not at all (webhook deliveries: an outbox, so a crash right
+# after commit loses none). `memory_events` is sent after commit, for what must never see a rolled-back change.
+memory_events_recorded = Signal()
 memory_events = Signal()
 
 
@@ -47,7 +50,8 @@ def event_emit(*, event: str, tenant_id: int, data: dict[str, Any]) -> dict[str,
 
 
 def event_emit_all(*, tenant_id: int, events: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Queue (event type, data) pairs for after commit, published together: one stream pipeline, one signal."""
+    """Record (event type, data) pairs in the surrounding transaction (`memory_events_recorded`) and queue them
+    for after commit, published together: one stream pipeline, one signal."""
     unknown = {event for event, _ in events} - EVENT_TYPES
     if unknown:
         raise ValueError(f"unknown event type {sorted(unknown)!r}")
@@ -55,6 +59,7 @@ def event_emit_all(*, tenant_id: int, events: Sequence[tuple[str, dict[str, Any]
     payloads = [{"event": event, "id": str(uuid.uuid4()), "tenant": tenant_id, "occurred_at": occurred_at,
                  "data": data} for event, data in events]
     if payloads:
+        memory_events_recorded.send(sender=None, payloads=payloads)
         transaction.on_commit(lambda: publish(payloads))
     return payloads
 
