@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import ingest, memory_input
-from zeromem.core.selectors import MemoryFilter, memories_search
+from zeromem.core.selectors import MemoryFilter, memories_ranked, memories_search
 from zeromem.models import Memory, TermStat, UserSearchStats
 
 CONVERSATION = [
@@ -23,6 +23,15 @@ def test_it_finds_a_paraphrase_by_meaning(tenant):
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="Which hobby involves making ceramics?", top_k=2)
     assert "pottery" in hits[0].memory.content
+
+
+def test_the_ranking_measures_read_is_the_searchs_ranking_without_the_newer_first_reordering(tenant):
+    ingest(tenant, CONVERSATION, session="s1")
+    scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
+    for query in ("What did Caroline get from Sweden?", "pottery class", "camping at the lake with the kids"):
+        hits = memories_search(scope=scope, query=query, top_k=4, newer_first=False)
+        assert memories_ranked(scope=scope, query=query, top_k=4) == [(h.memory.id, len(h.memory.content))
+                                                                      for h in hits]
 
 
 def test_rare_words_outrank_common_ones(tenant):
