@@ -283,6 +283,10 @@ ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48,
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
 # this keeps up to the embedder's input limit (1,000 characters).
 ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
+# Two sentences of one speaker in a cluster, with the same values and a content word in common, say the same thing
+# (the longer one is kept) when their vectors are at least this similar (MiniLM: same-fact pairs 0.81–0.95).
+ZEROMEMORY_MERGE_PARAPHRASE_COSINE = env_float("ZEROMEMORY_MERGE_PARAPHRASE_COSINE", 0.85, minimum=0.5,
+                                               maximum=1.0)
 
 # --- reflection and LLM calls (ARCHITECTURE.md, "Jobs") ---------------------------------------------------------------
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider

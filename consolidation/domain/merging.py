@@ -5,7 +5,10 @@ A merged memory keeps what a later question may need and drops what states nothi
 2. low-signal sentences go: greetings, acknowledgements, bare questions;
 3. relative dates are anchored to the member's date ("yesterday" → "yesterday (7 May 2023)");
 4. near-duplicates collapse into the most complete statement (the most recent on a tie) — but only when the
-   dropped one has no concrete value (number, date, name) that the kept one lacks, so details survive verbatim;
+   dropped one has no concrete value (number, date, name) that the kept one lacks, so details survive verbatim.
+   A near-duplicate shares most words, or states the same thing in other words: its sentence vector (the caller
+   embeds the sentences `paraphrase_candidates` names) is at least `paraphrase` similar to the kept one's and no
+   value differs, so two statements giving different values for one attribute are never paraphrases;
 5. the rest is packed, in order, into texts of at most `limit` characters (a cluster that does not fit becomes
    several memories); every member is cited by the text that holds its sentences.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -109,7 +112,7 @@ MIN_SUBSTANCE = 4
 _THIN_WORDS = word_set("""think thought know really make made makes like love lot things thing stuff feel feels felt
     great good nice cool awesome amazing fun wonderful lovely glad happy sure definitely totally always never much
     very also just well yes yeah thanks thank wow blast hey hello again chat chatting talk talking get got how
-    right does doing going lots bit absolutely""")
+    right does doing going lots bit absolutely sounds seems looks that's it's you're i'm""")
 
 
 def substance(text: str) -> int:
@@ -233,12 +236,55 @@ def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless
             and not (lossless and candidate.words - kept.words))
 
 
-def _collapse(found: list[_Sentence], threshold: float, lossless: bool) -> list[_Sentence]:
-    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says."""
+@dataclass(frozen=True)
+class Meaning:
+    """Sentence vectors (unit length, by sentence text) and the cosine at which two sentences say the same."""
+
+    vectors: Mapping[str, np.ndarray]
+    threshold: float
+
+
+NO_MEANING = Meaning({}, 1.0)
+# "I adopted a dog" and "Last year I got a dog" share no value yet may say one thing; "I ran 5 km" and "I ran 10
+# km" never do. A pair is compared by meaning only when neither has a value the other lacks and they share a
+# content word: the rest cannot be the same statement, and need no vector.
+_MIN_PARAPHRASE_WORDS = 3
+
+
+def _maybe_paraphrases(a: _Sentence, b: _Sentence) -> bool:
+    return (a.speaker == b.speaker and a.values == b.values and bool(a.words & b.words)
+            and min(len(a.words), len(b.words)) >= _MIN_PARAPHRASE_WORDS)
+
+
+def _paraphrase(candidate: _Sentence, kept: _Sentence, meaning: Meaning) -> bool:
+    a, b = meaning.vectors.get(candidate.text), meaning.vectors.get(kept.text)
+    return (a is not None and b is not None and _maybe_paraphrases(candidate, kept)
+            and float(a @ b) >= meaning.threshold)
+
+
+def paraphrase_candidates(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> set[str]:
+    """The sentences of a cluster (as `merge_cluster` keeps them, dates anchored) that could be paraphrases of one
+    another: what the caller embeds into `Meaning.vectors`."""
+    found = _sentences_of(members, common_names)
+    return {s.text for i, a in enumerate(found) for b in found[i + 1:] if _maybe_paraphrases(a, b)
+            for s in (a, b)}
+
+
+def meaning_of(texts: Sequence[str], vectors: Sequence[Sequence[float] | None], threshold: float) -> Meaning:
+    """A `Meaning` from sentences and their vectors (None where one could not be embedded: compared by words)."""
+    unit = {t: np.asarray(v, dtype=np.float32) / max(float(np.linalg.norm(v)), 1e-9)
+            for t, v in zip(texts, vectors, strict=True) if v is not None}
+    return Meaning(unit, threshold)
+
+
+def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning) -> list[_Sentence]:
+    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says, in
+    the same words or (`meaning`) in others."""
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
     kept: list[_Sentence] = []
     for sentence in ranked:
-        if not any(_redundant(sentence, other, threshold, lossless) for other in kept):
+        if not any(_redundant(sentence, other, threshold, lossless)
+                   or (not lossless and _paraphrase(sentence, other, meaning)) for other in kept):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
@@ -272,11 +318,13 @@ def _closed(text: str) -> str:
 
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
-                  common_names: frozenset[str] = frozenset(), lossless: bool = False) -> list[Chunk]:
+                  common_names: frozenset[str] = frozenset(), lossless: bool = False,
+                  meaning: Meaning = NO_MEANING) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
     the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
-    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless)
+    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says.
+    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)

@@ -24,7 +24,15 @@ from django.utils import timezone
 
 from consolidation.domain import clustering
 from consolidation.domain.contradictions import SUPERSEDE
-from consolidation.domain.merging import Chunk, Member, is_uninformative, merge_cluster
+from consolidation.domain.merging import (
+    Chunk,
+    Meaning,
+    Member,
+    is_uninformative,
+    meaning_of,
+    merge_cluster,
+    paraphrase_candidates,
+)
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
 from consolidation.jobs.updates import (
@@ -108,8 +116,10 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
                                           times=[r.said_at.timestamp() for r in loaded.rows],
                                           max_span=span_days * 86400 if span_days else None)
     links = _links_per_group(groups, linked)
-    for number, group in enumerate(groups):
-        plan.merges += _merges_for(loaded, group, links[number], common)
+    clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
+    meaning = _sentence_meaning([c.members for c in clusters.values()], common)
+    for number, cluster in clusters.items():
+        plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)
     return plan
 
@@ -134,15 +144,36 @@ def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) 
     return links
 
 
-def _merges_for(loaded: Loaded, group: list[int], links: list[float], common: frozenset[str]) -> list[Merge]:
-    semantic = [i for i in group if loaded.rows[i].is_semantic]
-    base = semantic[0] if semantic else None
+@dataclass(frozen=True)
+class _Cluster:
+    """A cluster's memories with the active semantic memory it joins (`base`, if any) first, and each as a merge
+    member."""
+
+    base: int | None
+    ordered: list[int]
+    members: list[Member]
+
+
+def _cluster(loaded: Loaded, group: list[int]) -> _Cluster:
+    base = next((i for i in group if loaded.rows[i].is_semantic), None)
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    chunks = merge_cluster([Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered],
-                           limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+    return _Cluster(base, ordered, [Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered])
+
+
+def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str]) -> Meaning:
+    """The vectors of every sentence that may paraphrase another of its cluster, embedded in one call (outside any
+    transaction): paraphrases then collapse by meaning, not only by shared words."""
+    texts = sorted({text for members in clusters for text in paraphrase_candidates(members, common)})
+    return meaning_of(texts, embed_texts(texts), settings.ZEROMEMORY_MERGE_PARAPHRASE_COSINE)
+
+
+def _merges_for(group: list[int], cluster: _Cluster, links: list[float], common: frozenset[str],
+                meaning: Meaning) -> list[Merge]:
+    chunks = merge_cluster(cluster.members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common,
+                           meaning=meaning)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
-    return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
-            if len(chunk.members) >= 2]
+    return [_merge_of(chunk, cluster.ordered, cluster.base if n == 0 else None, scores)
+            for n, chunk in enumerate(chunks) if len(chunk.members) >= 2]
 
 
 def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:

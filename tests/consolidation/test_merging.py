@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
+import numpy as np
 import pytest
+from django.conf import settings
 
 from consolidation.domain.merging import (
     Member,
@@ -13,11 +16,14 @@ from consolidation.domain.merging import (
     fold_into,
     is_low_signal,
     is_uninformative,
+    meaning_of,
     merge_cluster,
+    paraphrase_candidates,
     sentences,
     topic_groups,
     topic_similarity,
 )
+from zeromem.core.adapters.embeddings import embedder_for
 from zeromem.core.domain.text import split_speaker
 
 MAY_8 = date(2023, 5, 8)
@@ -157,3 +163,43 @@ def test_members_without_end_punctuation_stay_separate_sentences():
     assert merged_text([Member(line, MAY_8) for line in lines]) == (
         'search p99 latency 381 ms. payments deployed v2.14.3 (canary). The pager said "SEV1!" '
         "search p99 latency 340 ms")
+
+
+def by_meaning(members, vectors_of, threshold=0.85):
+    """Merged text with the sentence vectors `vectors_of` gives the cluster's paraphrase candidates."""
+    texts = sorted(paraphrase_candidates(members))
+    meaning = meaning_of(texts, [vectors_of(t) for t in texts], threshold)
+    return " ".join(chunk.text for chunk in merge_cluster(members, limit=400, meaning=meaning))
+
+
+def minilm(text):
+    return embedder_for("builtin:minilm", 384, 1, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR)).embed_batch([text])[0]
+
+
+def test_a_paraphrase_collapses_into_the_more_complete_sentence():
+    members = [Member("Maya: I started learning to play the guitar this spring.", MAY_8),
+               Member("Maya: This spring I began taking guitar lessons.", MAY_8),
+               Member("Maya: We paged the on-call engineer.", MAY_8)]
+    assert "began taking guitar lessons" in merged_text(members)  # word overlap alone keeps both
+    text = by_meaning(members, minilm)
+    assert "I started learning to play the guitar this spring." in text
+    assert "began taking guitar lessons" not in text
+    assert "We paged the on-call engineer." in text
+
+
+def test_statements_giving_different_values_for_one_attribute_never_collapse():
+    members = [Member("Maya: I ran 5 km in the park with Sam this morning.", MAY_8),
+               Member("Maya: This morning I ran 10 km in the park with Sam.", MAY_8),
+               Member("Maya: My sister Ana lives in Lisbon.", MAY_8),
+               Member("Maya: My sister Ana lives in Porto.", MAY_8)]
+    assert paraphrase_candidates(members) == set()  # no vector can make them one statement
+    text = by_meaning(members, lambda _: np.ones(4), threshold=0.5)
+    for value in ("5 km", "10 km", "Lisbon", "Porto"):
+        assert value in text
+
+
+def test_sentences_of_other_speakers_or_without_a_shared_word_are_never_compared():
+    members = [Member("Maya: The garden party was lovely and relaxed.", MAY_8),
+               Member("Sam: The garden party was lovely and relaxed.", MAY_8),
+               Member("Maya: We grilled vegetables until sunset.", MAY_8)]
+    assert paraphrase_candidates(members) == set()
