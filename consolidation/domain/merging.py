@@ -112,7 +112,7 @@ MIN_SUBSTANCE = 4
 _THIN_WORDS = word_set("""think thought know really make made makes like love lot things thing stuff feel feels felt
     great good nice cool awesome amazing fun wonderful lovely glad happy sure definitely totally always never much
     very also just well yes yeah thanks thank wow blast hey hello again chat chatting talk talking get got how
-    right does doing going lots bit absolutely sounds seems looks that's it's you're i'm""")
+    right does doing going lots bit absolutely sounds seems looks that's""")
 
 
 def substance(text: str) -> int:
@@ -336,6 +336,30 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),
+              min_saving: int = 20) -> str | None:
+    """A lone episode as a semantic memory says it: its low-signal sentences gone, its relative dates anchored.
+    None when that is not worth a memory of its own — it drops under `min_saving` characters and anchors no date —
+    or when what is left is longer than `limit`, a fragment, or barely says anything."""
+    chunks = merge_cluster([member], limit=limit, common_names=common_names)
+    if len(chunks) != 1 or len(chunks[0].text) > limit or chunks[0].text.endswith("…") \
+            or not _balanced(chunks[0].text):
+        return None
+    text = chunks[0].text
+    if substance(text) <= MIN_SUBSTANCE:  # a statement this thin ("It's great for self-care.") is left as it was said
+        return None
+    anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
+    return text if anchored or len(member.text) - len(text) >= min_saving else None
+
+
+_BRACKETS = (("(", ")"), ("[", "]"))
+
+
+def _balanced(text: str) -> bool:
+    """No bracket left open or closed alone ("Hah, yeah!) But…" is the rest of a winking emoticon)."""
+    return all(text.count(a) == text.count(b) for a, b in _BRACKETS) and text.count('"') % 2 == 0
 
 
 TOPIC_SIMILARITY = 0.2  # cosine of two texts' vectors (word overlap without one) at which they share a topic

@@ -28,6 +28,7 @@ from consolidation.domain.merging import (
     Chunk,
     Meaning,
     Member,
+    condensed,
     is_uninformative,
     meaning_of,
     merge_cluster,
@@ -121,7 +122,21 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     for number, cluster in clusters.items():
         plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)
+    plan.merges += _condensed_left(loaded, plan, taken, common)
     return plan
+
+
+def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[Merge]:
+    """Episodes no merge folds become semantic memories of their own where that drops small talk around the
+    statement or anchors a relative date: the store says the same in fewer characters, and "yesterday" gets its
+    day."""
+    left = set(range(len(loaded.rows))) - {i for merge in plan.merges for i in merge.members} - taken \
+        - set(plan.uninformative)
+    texts = {i: condensed(Member(loaded.rows[i].content, loaded.rows[i].created_at.date()),
+                          limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+             for i in sorted(left) if not loaded.rows[i].is_semantic}
+    return [Merge(base=None, members=[i], text=text, scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
+            for i, text in texts.items() if text is not None]
 
 
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:

@@ -259,6 +259,23 @@ def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_a
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_lone_episode_wrapped_in_small_talk_becomes_a_semantic_memory_of_its_statement(tenant, three_days_ago):
+    chatty = ingest(tenant, "Hey, so good to hear from you! I adopted a beagle called Toby yesterday. Thanks so much!",
+                    entities=(), session="s1", created_at=three_days_ago)[0]
+    plain = ingest(tenant, "Our quarterly planning moved to the big meeting room on the third floor.", entities=(),
+                   session="s1", created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    day = (three_days_ago - DAY).date()
+    assert semantic.content == f"I adopted a beagle called Toby yesterday ({day.day} {day:%B %Y})."
+    assert cluster_members(tenant)[semantic.id] == {chatty}
+    assert Memory.objects.get(id=chatty).state == "consolidated"
+    assert Memory.objects.get(id=plain).state == "raw"  # nothing to drop or anchor: it stays as it was said
+    assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_writes_the_rest(tenant, settings,
                                                                                           three_days_ago):
     settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK = 2

@@ -13,6 +13,7 @@ from consolidation.domain.merging import (
     Member,
     anchor_dates,
     concrete_values,
+    condensed,
     fold_into,
     is_low_signal,
     is_uninformative,
@@ -203,3 +204,19 @@ def test_sentences_of_other_speakers_or_without_a_shared_word_are_never_compared
                Member("Sam: The garden party was lovely and relaxed.", MAY_8),
                Member("Maya: We grilled vegetables until sunset.", MAY_8)]
     assert paraphrase_candidates(members) == set()
+
+
+def test_a_lone_episode_is_condensed_to_its_statements_with_dates_anchored():
+    text = condensed(Member("Mel: Hey Caroline! So good to hear from you. I painted a sunset with my kids last week. "
+                            "It was so fun, thanks!", MAY_8), limit=350, common_names=frozenset({"caroline"}))
+    assert text == "Mel: I painted a sunset with my kids last week (the week before 8 May 2023)."
+
+
+@pytest.mark.parametrize("text", [
+    "Mel: I painted a sunset over the lake with my two kids at the cabin.",  # nothing to drop or anchor
+    "Mel: Wow, that is amazing! What did you paint?",  # nothing left worth a memory
+    "Deborah: Wow, thanks so much! It's great for reflection and self-care.",  # too thin for a memory of its own
+    "Gina: Hah, yeah!) But really having a creative space for dancers is so important to me and my friends.",
+])
+def test_a_lone_episode_stays_as_it_is_when_condensing_gains_nothing_or_leaves_a_fragment(text):
+    assert condensed(Member(text, MAY_8), limit=350) is None
