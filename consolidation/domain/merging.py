@@ -130,11 +130,19 @@ def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> b
     return bool(parts) and all(_small_talk(part, common_names) for part in parts)
 
 
-def _small_talk(sentence: str, common_names: frozenset[str]) -> bool:
+def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
+    """`is_uninformative`, or small talk around questions that carry no value ("Wow! What did you paint?"): the
+    answer after it says what matters, and a question is no knowledge."""
+    parts = sentences(split_speaker(text)[1])
+    return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts)
+
+
+def _small_talk(sentence: str, common_names: frozenset[str], *, questions: bool = False) -> bool:
     text = sentence.strip()
     if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
-    return bool(SMALL_TALK.match(text)) and not NUMBER.search(text) and not _has_name(text, common_names) \
+    chat = bool(SMALL_TALK.match(text)) or (questions and bool(_QUESTION.search(text)))
+    return chat and not NUMBER.search(text) and not _has_name(text, common_names) \
         and not concrete_values(text) - common_names
 
 

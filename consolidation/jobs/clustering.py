@@ -29,7 +29,7 @@ from consolidation.domain.merging import (
     Meaning,
     Member,
     condensed,
-    is_uninformative,
+    is_chatter,
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
@@ -113,10 +113,14 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     taken = set(updates.taken)
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
     span_days = settings.ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS
-    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster,
-                                          times=[r.said_at.timestamp() for r in loaded.rows],
-                                          max_span=span_days * 86400 if span_days else None)
-    links = _links_per_group(groups, linked)
+    times = [r.said_at.timestamp() for r in loaded.rows]
+    max_span = span_days * 86400 if span_days else None
+    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster, times=times,
+                                          max_span=max_span)
+    second = _session_pairs(loaded, groups, taken)
+    groups += clustering.capped_union_find(len(loaded.items), second, params.max_cluster, times=times,
+                                           max_span=max_span)
+    links = _links_per_group(groups, [*linked, *second])
     clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
     meaning = _sentence_meaning([c.members for c in clusters.values()], common)
     for number, cluster in clusters.items():
@@ -139,13 +143,24 @@ def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozens
             for i, text in texts.items() if text is not None]
 
 
+def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int]) -> list[clustering.Pair]:
+    """Second-level candidates: episodes the first level left alone, paired within their session at the looser
+    ZEROMEMORY_CLUSTER_SESSION_FLOOR (0 = off)."""
+    floor = settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR
+    if not floor or loaded.vectors is None:
+        return []
+    grouped = {i for group in groups for i in group} | taken
+    left = [i for i, row in enumerate(loaded.rows)
+            if i not in grouped and loaded.has_vector[i] and not row.is_semantic]
+    return clustering.session_pairs(loaded.items, loaded.vectors, [r.session_id for r in loaded.rows], left, floor)
+
+
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
     """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
-    archived. A bare question stays, for the answer after it, and decays."""
+    archived, and so is a question that carries no value (the answer after it says what matters)."""
     merged = {i for merge in plan.merges for i in merge.members}
     return [i for i, row in enumerate(loaded.rows)
-            if i not in merged and i not in taken and not row.is_semantic and "?" not in row.content
-            and is_uninformative(row.content, common)]
+            if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:

@@ -15,6 +15,7 @@ from consolidation.domain.merging import (
     concrete_values,
     condensed,
     fold_into,
+    is_chatter,
     is_low_signal,
     is_uninformative,
     meaning_of,
@@ -220,3 +221,13 @@ def test_a_lone_episode_is_condensed_to_its_statements_with_dates_anchored():
 ])
 def test_a_lone_episode_stays_as_it_is_when_condensing_gains_nothing_or_leaves_a_fragment(text):
     assert condensed(Member(text, MAY_8), limit=350) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Mel: Wow, that's so cool! What did you paint?", True),
+    ("Mel: How's it going?", True),
+    ("Mel: Did you finish the 10k race in Denver?", False),  # a question with values may be what is remembered
+    ("Mel: I quit smoking. How about you?", False),
+])
+def test_chatter_is_small_talk_around_questions_that_carry_no_value(text, expected):
+    assert is_chatter(text) is expected
