@@ -61,6 +61,9 @@ SMALL_TALK = re.compile(
     r"(?:i'm|i am) (?:so |really )?(?:glad|happy|proud|excited|thrilled|sorry) (?:for|of|to hear)|"
     r"(?:keep (?:it )?up|keep going|good job|well done|you got this|hang in there|good for you)\b|"
     r"(?:i'd|i would) love to (?:see|hear|check)|"
+    r"(?:let me know|let's (?:chat|catch up|talk|keep in touch)|hope (?:you|it|that|to see)|"
+    r"have (?:a blast|fun|a great time)|don't (?:forget|hesitate|give up)|can't wait to (?:see|hear)|"
+    r"keep me (?:posted|updated))\b|"
     r"(?:sounds|looks|seems) (?:like )?(?:you|it|that|so|really|a|fun|great|awesome|amazing|lovely|nice)\b"
     r"[^.!?]{0,60}[.!]*$|(?:i'm|i am) (?:always |just )?(?:here|there) for you\b|"
     r"(?:(?:hey|hi|hello)\b[\w\s,]{0,20}[,!]?\s*)?(?:it's |it is |so |really )?(?:great|good|nice|lovely|awesome) "
@@ -97,13 +100,13 @@ class _Sentence:
 
 def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> bool:
     """Greetings, acknowledgements, bare questions and value-free small talk state nothing a later question
-    could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values."""
-    text = sentence.strip()
+    could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values, and
+    neither does the name of the person spoken to ("Wow, Mel, that's awesome!")."""
+    text = _unaddressed(sentence)
     if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
     vague = bool(_QUESTION.search(text) or SMALL_TALK.match(text)) or _content_words(text) <= 2
-    return vague and not NUMBER.search(text) and not _has_name(text, common_names) \
-        and not concrete_values(text) - common_names
+    return vague and _valueless(text, common_names)
 
 
 # A merged text must carry at least this many words that are about something ("The stunning views really make you
@@ -115,12 +118,21 @@ _THIN_WORDS = word_set("""think thought know really make made makes like love lo
     right does doing going lots bit absolutely sounds seems looks that's""")
 
 
-def substance(text: str) -> int:
+def substance(text: str, *, filler: frozenset[str] = _THIN_WORDS) -> int:
     """How much a text is about: its distinct words beyond stop words and chat filler (names included), and its
     numbers (the speaker's name aside)."""
     body = split_speaker(text)[1]
-    content = {w for w in words(body) if len(w) > 2 and w not in QUERY_STOP_WORDS and w not in _THIN_WORDS}
+    content = {w for w in words(body) if len(w) > 2 and w not in QUERY_STOP_WORDS and w not in filler}
     return len(content) + len(set(NUMBER.findall(body)))
+
+
+# What a written text must say beyond: chat filler and the openers of a remark ("It's inspiring to be around
+# people like that." is about nothing in particular). Claims keep "I'm" ("I'm learning the violin" is a claim).
+_WRITTEN_FILLER = _THIN_WORDS | word_set("it's i'm you're we're they're")
+
+
+def _written_substance(text: str) -> int:
+    return substance(text, filler=_WRITTEN_FILLER)
 
 
 def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> bool:
@@ -138,12 +150,26 @@ def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
 
 
 def _small_talk(sentence: str, common_names: frozenset[str], *, questions: bool = False) -> bool:
-    text = sentence.strip()
+    text = _unaddressed(sentence)
     if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
     chat = bool(SMALL_TALK.match(text)) or (questions and bool(_QUESTION.search(text)))
-    return chat and not NUMBER.search(text) and not _has_name(text, common_names) \
-        and not concrete_values(text) - common_names
+    return chat and _valueless(text, common_names)
+
+
+# The person spoken to, named in passing: "Wow, Mel, that's awesome!", "Hey Evan, great hearing from you!".
+_VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|oh|aww?))\s*(?-i:[A-Z][a-z]+)"
+                       r"(?=\s*(?:[,!?.]|$))", re.I)
+
+
+def _unaddressed(sentence: str) -> str:
+    """The sentence without the name of the person spoken to: who is talking, not what is said."""
+    bare = _VOCATIVE.sub(r"\1", sentence.strip())
+    return re.sub(r"\s*,\s*(?=[,!?.]|$)", "", bare)
+
+
+def _valueless(text: str, common_names: frozenset[str]) -> bool:
+    return not NUMBER.search(text) and not _has_name(text, common_names) and not concrete_values(text) - common_names
 
 
 def _content_words(text: str) -> int:
@@ -336,7 +362,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
-    thin = [c for c in chunks if substance(c.text) < MIN_SUBSTANCE]
+    thin = [c for c in chunks if _written_substance(c.text) < MIN_SUBSTANCE]
     chunks = [c for c in chunks if c not in thin]
     if not chunks:
         return []
@@ -356,7 +382,7 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
             or not _balanced(chunks[0].text):
         return None
     text = chunks[0].text
-    if substance(text) <= MIN_SUBSTANCE:  # a statement this thin ("It's great for self-care.") is left as it was said
+    if _written_substance(text) <= MIN_SUBSTANCE:  # "It's great for self-care." is left as it was said
         return None
     anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
     return text if anchored or len(member.text) - len(text) >= min_saving else None

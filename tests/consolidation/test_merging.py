@@ -231,3 +231,26 @@ def test_a_lone_episode_stays_as_it_is_when_condensing_gains_nothing_or_leaves_a
 ])
 def test_chatter_is_small_talk_around_questions_that_carry_no_value(text, expected):
     assert is_chatter(text) is expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("Wow, Mel, that's awesome!", True),
+    ("That sounds so sweet, Nate!", True),
+    ("That's Boston, Cal!", False),  # the person spoken to is no value; Boston is
+    ("Caroline went to Paris, Mel!", False),
+])
+def test_the_name_of_the_person_spoken_to_is_no_value_worth_keeping_small_talk_for(sentence, expected):
+    assert is_low_signal(sentence) is expected
+
+
+@pytest.mark.parametrize("sentence", ["Let me know how it goes if you give it a shot!", "Have fun and let's chat soon.",
+                                      "Don't forget to take it easy and look after yourself."])
+def test_send_offs_without_a_value_are_small_talk(sentence):
+    assert is_low_signal(sentence)
+    assert not is_low_signal("Let's meet at the Blue Door cafe on 12 May.")
+
+
+def test_a_merged_text_says_more_than_the_opener_of_a_remark():
+    members = [Member("Maria: It's inspiring to be around people like that. Thanks!", MAY_8),
+               Member("Maria: Wow, so cool!", MAY_8)]
+    assert merge_cluster(members, limit=400) == []
