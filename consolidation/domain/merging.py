@@ -373,7 +373,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
 
 
 def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),
-              min_saving: int = 20) -> str | None:
+              min_saving: int = 10) -> str | None:
     """A lone episode as a semantic memory says it: its low-signal sentences gone, its relative dates anchored.
     None when that is not worth a memory of its own — it drops under `min_saving` characters and anchors no date —
     or when what is left is longer than `limit`, a fragment, or barely says anything."""
