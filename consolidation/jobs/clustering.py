@@ -117,9 +117,11 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     max_span = span_days * 86400 if span_days else None
     groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster, times=times,
                                           max_span=max_span)
+    # The first level's clusters stay as they are (their links go first); the second may add to them.
     second = _session_pairs(loaded, groups, taken)
-    groups += clustering.capped_union_find(len(loaded.items), second, params.max_cluster, times=times,
-                                           max_span=max_span)
+    first = [clustering.Pair(group[0], member, 2.0, "first") for group in groups for member in group[1:]]
+    groups = clustering.capped_union_find(len(loaded.items), [*first, *second], params.max_cluster, times=times,
+                                          max_span=max_span)
     links = _links_per_group(groups, [*linked, *second])
     clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
     meaning = _sentence_meaning([c.members for c in clusters.values()], common)
@@ -149,10 +151,12 @@ def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int]) -> 
     floor = settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR
     if not floor or loaded.vectors is None:
         return []
-    grouped = {i for group in groups for i in group} | taken
-    left = [i for i, row in enumerate(loaded.rows)
-            if i not in grouped and loaded.has_vector[i] and not row.is_semantic]
-    return clustering.session_pairs(loaded.items, loaded.vectors, [r.session_id for r in loaded.rows], left, floor)
+    grouped = {i for group in groups for i in group}
+    usable = [i for i, row in enumerate(loaded.rows)
+              if i not in taken and loaded.has_vector[i] and not row.is_semantic]
+    return clustering.session_pairs(loaded.items, loaded.vectors, [r.session_id for r in loaded.rows],
+                                    [i for i in usable if i not in grouped], floor,
+                                    clustered=[i for i in usable if i in grouped])
 
 
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:

@@ -109,3 +109,6 @@ def test_the_second_level_pairs_what_is_left_within_one_session_and_scope_at_the
     assert {(p.a, p.b) for p in pairs} == {(0, 1)}  # 2: another session; 3: another scope; 4: not left over
     assert all(p.reason == "session" and p.strength >= 0.4 for p in pairs)
     assert session_pairs(items, vectors, sessions, left=[0, 1, 2, 3], floor=0.6) == []
+    # A first-level member of the session may take a leftover; two first-level members are never paired again.
+    joined = session_pairs(items, vectors, sessions, left=[1], floor=0.4, clustered=[0, 4])
+    assert {frozenset((p.a, p.b)) for p in joined} == {frozenset((0, 1))}  # 0–4 are as near, but both clustered
