@@ -291,7 +291,7 @@ def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_t
     same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
     other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
     ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
-    # At cosine 0.45 to each other: below the first level's floor (0.55), above the session floor (0.4); the
+    # At cosine 0.45 to each other: below the first level's floor (0.55), above the session floor (0.3); the
     # third as near to the first, but said in another session.
     first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
     first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
