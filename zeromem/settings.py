@@ -271,6 +271,9 @@ ZEROMEMORY_WINDOW_TAG_PREFIX = os.environ.get("ZEROMEMORY_WINDOW_TAG_PREFIX", "w
 ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minimum=2, maximum=100_000)
 # A merged memory is dated by its newest source (what an agent sees): its members may span at most this many days,
 # so it never presents a months-old statement as recent. 0 = no limit.
+# Second level: episodes the first level clustered with nothing pair up within their session at this looser cosine
+# (turns of one conversation about one thing, worded apart); 0 = off.
+ZEROMEMORY_CLUSTER_SESSION_FLOOR = env_float("ZEROMEMORY_CLUSTER_SESSION_FLOOR", 0.3, minimum=0.0, maximum=1.0)
 ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
 # one conditional UPDATE for the chunk (its webhook deliveries included). A chunk's PostgreSQL work (mostly inserting
@@ -288,6 +291,10 @@ ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48,
 # A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
 # this keeps up to the embedder's input limit (1,000 characters).
 ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
+# Two sentences of one speaker in a cluster, with the same values and a content word in common, say the same thing
+# (the longer one is kept) when their vectors are at least this similar (MiniLM: same-fact pairs 0.81–0.95).
+ZEROMEMORY_MERGE_PARAPHRASE_COSINE = env_float("ZEROMEMORY_MERGE_PARAPHRASE_COSINE", 0.85, minimum=0.5,
+                                               maximum=1.0)
 
 # --- reflection and LLM calls (ARCHITECTURE.md, "Jobs") ---------------------------------------------------------------
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider

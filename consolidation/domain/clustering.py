@@ -185,6 +185,28 @@ def candidate_pairs(items: Sequence[Item], vectors: np.ndarray | None, has_vecto
     return pairs
 
 
+def session_pairs(items: Sequence[Item], vectors: np.ndarray, sessions: Sequence[str | None], left: Sequence[int],
+                  floor: float, clustered: Sequence[int] = ()) -> list[Pair]:
+    """The second level: pairs of one scope and one session at cosine >= `floor` with at least one side in `left`
+    (memories with a vector that the first level clustered with nothing), the other in `left` or `clustered` (the
+    first level's members). Turns of one conversation about one thing are often worded too differently for the
+    first level's floor; said together, they read as one account."""
+    by_session: dict[tuple[Scope, str], list[int]] = defaultdict(list)
+    for index in [*left, *clustered]:
+        session = sessions[index]
+        if session is not None:
+            by_session[(items[index].scope, session)].append(index)
+    alone = set(left)
+    pairs = []
+    for members in by_session.values():
+        local = np.ascontiguousarray(vectors[members], dtype=np.float32)
+        sims = local @ local.T
+        a, b = np.nonzero(np.triu(sims >= floor, 1))
+        pairs += [Pair(members[x], members[y], float(sims[x, y]), "session")
+                  for x, y in zip(a.tolist(), b.tolist(), strict=True) if members[x] in alone or members[y] in alone]
+    return pairs
+
+
 def capped_union_find(n: int, pairs: Sequence[Pair], max_cluster: int, *, times: Sequence[float] | None = None,
                       max_span: float | None = None) -> list[list[int]]:
     """Clusters of >= 2 members, strongest links first, never larger than max_cluster and, given the members'

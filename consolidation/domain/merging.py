@@ -5,7 +5,10 @@ A merged memory keeps what a later question may need and drops what states nothi
 2. low-signal sentences go: greetings, acknowledgements, bare questions;
 3. relative dates are anchored to the member's date ("yesterday" → "yesterday (7 May 2023)");
 4. near-duplicates collapse into the most complete statement (the most recent on a tie) — but only when the
-   dropped one has no concrete value (number, date, name) that the kept one lacks, so details survive verbatim;
+   dropped one has no concrete value (number, date, name) that the kept one lacks, so details survive verbatim.
+   A near-duplicate shares most words, or states the same thing in other words: its sentence vector (the caller
+   embeds the sentences `paraphrase_candidates` names) is at least `paraphrase` similar to the kept one's and no
+   value differs, so two statements giving different values for one attribute are never paraphrases;
 5. the rest is packed, in order, into texts of at most `limit` characters (a cluster that does not fit becomes
    several memories); every member is cited by the text that holds its sentences.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -58,6 +61,9 @@ SMALL_TALK = re.compile(
     r"(?:i'm|i am) (?:so |really )?(?:glad|happy|proud|excited|thrilled|sorry) (?:for|of|to hear)|"
     r"(?:keep (?:it )?up|keep going|good job|well done|you got this|hang in there|good for you)\b|"
     r"(?:i'd|i would) love to (?:see|hear|check)|"
+    r"(?:let me know|let's (?:chat|catch up|talk|keep in touch)|hope (?:you|it|that|to see)|"
+    r"have (?:a blast|fun|a great time)|don't (?:forget|hesitate|give up)|can't wait to (?:see|hear)|"
+    r"keep me (?:posted|updated))\b|"
     r"(?:sounds|looks|seems) (?:like )?(?:you|it|that|so|really|a|fun|great|awesome|amazing|lovely|nice)\b"
     r"[^.!?]{0,60}[.!]*$|(?:i'm|i am) (?:always |just )?(?:here|there) for you\b|"
     r"(?:(?:hey|hi|hello)\b[\w\s,]{0,20}[,!]?\s*)?(?:it's |it is |so |really )?(?:great|good|nice|lovely|awesome) "
@@ -94,13 +100,13 @@ class _Sentence:
 
 def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> bool:
     """Greetings, acknowledgements, bare questions and value-free small talk state nothing a later question
-    could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values."""
-    text = sentence.strip()
+    could need. `common_names` (lower-cased; e.g. the two people talking) do not count as concrete values, and
+    neither does the name of the person spoken to ("Wow, Mel, that's awesome!")."""
+    text = _unaddressed(sentence)
     if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
     vague = bool(_QUESTION.search(text) or SMALL_TALK.match(text)) or _content_words(text) <= 2
-    return vague and not NUMBER.search(text) and not _has_name(text, common_names) \
-        and not concrete_values(text) - common_names
+    return vague and _valueless(text, common_names)
 
 
 # A merged text must carry at least this many words that are about something ("The stunning views really make you
@@ -109,15 +115,24 @@ MIN_SUBSTANCE = 4
 _THIN_WORDS = word_set("""think thought know really make made makes like love lot things thing stuff feel feels felt
     great good nice cool awesome amazing fun wonderful lovely glad happy sure definitely totally always never much
     very also just well yes yeah thanks thank wow blast hey hello again chat chatting talk talking get got how
-    right does doing going lots bit absolutely""")
+    right does doing going lots bit absolutely sounds seems looks that's""")
 
 
-def substance(text: str) -> int:
+def substance(text: str, *, filler: frozenset[str] = _THIN_WORDS) -> int:
     """How much a text is about: its distinct words beyond stop words and chat filler (names included), and its
     numbers (the speaker's name aside)."""
     body = split_speaker(text)[1]
-    content = {w for w in words(body) if len(w) > 2 and w not in QUERY_STOP_WORDS and w not in _THIN_WORDS}
+    content = {w for w in words(body) if len(w) > 2 and w not in QUERY_STOP_WORDS and w not in filler}
     return len(content) + len(set(NUMBER.findall(body)))
+
+
+# What a written text must say beyond: chat filler and the openers of a remark ("It's inspiring to be around
+# people like that." is about nothing in particular). Claims keep "I'm" ("I'm learning the violin" is a claim).
+_WRITTEN_FILLER = _THIN_WORDS | word_set("it's i'm you're we're they're")
+
+
+def _written_substance(text: str) -> int:
+    return substance(text, filler=_WRITTEN_FILLER)
 
 
 def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> bool:
@@ -127,12 +142,34 @@ def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> b
     return bool(parts) and all(_small_talk(part, common_names) for part in parts)
 
 
-def _small_talk(sentence: str, common_names: frozenset[str]) -> bool:
-    text = sentence.strip()
+def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
+    """`is_uninformative`, or small talk around questions that carry no value ("Wow! What did you paint?"): the
+    answer after it says what matters, and a question is no knowledge."""
+    parts = sentences(split_speaker(text)[1])
+    return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts)
+
+
+def _small_talk(sentence: str, common_names: frozenset[str], *, questions: bool = False) -> bool:
+    text = _unaddressed(sentence)
     if LOW_SIGNAL.match(text) or FAREWELL.match(text):
         return True
-    return bool(SMALL_TALK.match(text)) and not NUMBER.search(text) and not _has_name(text, common_names) \
-        and not concrete_values(text) - common_names
+    chat = bool(SMALL_TALK.match(text)) or (questions and bool(_QUESTION.search(text)))
+    return chat and _valueless(text, common_names)
+
+
+# The person spoken to, named in passing: "Wow, Mel, that's awesome!", "Hey Evan, great hearing from you!".
+_VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|oh|aww?))\s*(?-i:[A-Z][a-z]+)"
+                       r"(?=\s*(?:[,!?.]|$))", re.I)
+
+
+def _unaddressed(sentence: str) -> str:
+    """The sentence without the name of the person spoken to: who is talking, not what is said."""
+    bare = _VOCATIVE.sub(r"\1", sentence.strip())
+    return re.sub(r"\s*,\s*(?=[,!?.]|$)", "", bare)
+
+
+def _valueless(text: str, common_names: frozenset[str]) -> bool:
+    return not NUMBER.search(text) and not _has_name(text, common_names) and not concrete_values(text) - common_names
 
 
 def _content_words(text: str) -> int:
@@ -233,12 +270,55 @@ def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless
             and not (lossless and candidate.words - kept.words))
 
 
-def _collapse(found: list[_Sentence], threshold: float, lossless: bool) -> list[_Sentence]:
-    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says."""
+@dataclass(frozen=True)
+class Meaning:
+    """Sentence vectors (unit length, by sentence text) and the cosine at which two sentences say the same."""
+
+    vectors: Mapping[str, np.ndarray]
+    threshold: float
+
+
+NO_MEANING = Meaning({}, 1.0)
+# "I adopted a dog" and "Last year I got a dog" share no value yet may say one thing; "I ran 5 km" and "I ran 10
+# km" never do. A pair is compared by meaning only when neither has a value the other lacks and they share a
+# content word: the rest cannot be the same statement, and need no vector.
+_MIN_PARAPHRASE_WORDS = 3
+
+
+def _maybe_paraphrases(a: _Sentence, b: _Sentence) -> bool:
+    return (a.speaker == b.speaker and a.values == b.values and bool(a.words & b.words)
+            and min(len(a.words), len(b.words)) >= _MIN_PARAPHRASE_WORDS)
+
+
+def _paraphrase(candidate: _Sentence, kept: _Sentence, meaning: Meaning) -> bool:
+    a, b = meaning.vectors.get(candidate.text), meaning.vectors.get(kept.text)
+    return (a is not None and b is not None and _maybe_paraphrases(candidate, kept)
+            and float(a @ b) >= meaning.threshold)
+
+
+def paraphrase_candidates(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> set[str]:
+    """The sentences of a cluster (as `merge_cluster` keeps them, dates anchored) that could be paraphrases of one
+    another: what the caller embeds into `Meaning.vectors`."""
+    found = _sentences_of(members, common_names)
+    return {s.text for i, a in enumerate(found) for b in found[i + 1:] if _maybe_paraphrases(a, b)
+            for s in (a, b)}
+
+
+def meaning_of(texts: Sequence[str], vectors: Sequence[Sequence[float] | None], threshold: float) -> Meaning:
+    """A `Meaning` from sentences and their vectors (None where one could not be embedded: compared by words)."""
+    unit = {t: np.asarray(v, dtype=np.float32) / max(float(np.linalg.norm(v)), 1e-9)
+            for t, v in zip(texts, vectors, strict=True) if v is not None}
+    return Meaning(unit, threshold)
+
+
+def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning) -> list[_Sentence]:
+    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says, in
+    the same words or (`meaning`) in others."""
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
     kept: list[_Sentence] = []
     for sentence in ranked:
-        if not any(_redundant(sentence, other, threshold, lossless) for other in kept):
+        if not any(_redundant(sentence, other, threshold, lossless)
+                   or (not lossless and _paraphrase(sentence, other, meaning)) for other in kept):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
@@ -272,15 +352,17 @@ def _closed(text: str) -> str:
 
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
-                  common_names: frozenset[str] = frozenset(), lossless: bool = False) -> list[Chunk]:
+                  common_names: frozenset[str] = frozenset(), lossless: bool = False,
+                  meaning: Meaning = NO_MEANING) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
     the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
-    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless)
+    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says.
+    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
-    thin = [c for c in chunks if substance(c.text) < MIN_SUBSTANCE]
+    thin = [c for c in chunks if _written_substance(c.text) < MIN_SUBSTANCE]
     chunks = [c for c in chunks if c not in thin]
     if not chunks:
         return []
@@ -288,6 +370,30 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),
+              min_saving: int = 10) -> str | None:
+    """A lone episode as a semantic memory says it: its low-signal sentences gone, its relative dates anchored.
+    None when that is not worth a memory of its own — it drops under `min_saving` characters and anchors no date —
+    or when what is left is longer than `limit`, a fragment, or barely says anything."""
+    chunks = merge_cluster([member], limit=limit, common_names=common_names)
+    if len(chunks) != 1 or len(chunks[0].text) > limit or chunks[0].text.endswith("…") \
+            or not _balanced(chunks[0].text):
+        return None
+    text = chunks[0].text
+    if _written_substance(text) <= MIN_SUBSTANCE:  # "It's great for self-care." is left as it was said
+        return None
+    anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
+    return text if anchored or len(member.text) - len(text) >= min_saving else None
+
+
+_BRACKETS = (("(", ")"), ("[", "]"))
+
+
+def _balanced(text: str) -> bool:
+    """No bracket left open or closed alone ("Hah, yeah!) But…" is the rest of a winking emoticon)."""
+    return all(text.count(a) == text.count(b) for a, b in _BRACKETS) and text.count('"') % 2 == 0
 
 
 TOPIC_SIMILARITY = 0.2  # cosine of two texts' vectors (word overlap without one) at which they share a topic

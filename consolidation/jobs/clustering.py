@@ -24,7 +24,16 @@ from django.utils import timezone
 
 from consolidation.domain import clustering
 from consolidation.domain.contradictions import SUPERSEDE
-from consolidation.domain.merging import Chunk, Member, is_uninformative, merge_cluster
+from consolidation.domain.merging import (
+    Chunk,
+    Meaning,
+    Member,
+    condensed,
+    is_chatter,
+    meaning_of,
+    merge_cluster,
+    paraphrase_candidates,
+)
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
 from consolidation.jobs.updates import (
@@ -104,23 +113,58 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     taken = set(updates.taken)
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
     span_days = settings.ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS
-    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster,
-                                          times=[r.said_at.timestamp() for r in loaded.rows],
-                                          max_span=span_days * 86400 if span_days else None)
-    links = _links_per_group(groups, linked)
-    for number, group in enumerate(groups):
-        plan.merges += _merges_for(loaded, group, links[number], common)
+    times = [r.said_at.timestamp() for r in loaded.rows]
+    max_span = span_days * 86400 if span_days else None
+    groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster, times=times,
+                                          max_span=max_span)
+    # The first level's clusters stay as they are (their links go first); the second may add to them.
+    second = _session_pairs(loaded, groups, taken)
+    first = [clustering.Pair(group[0], member, 2.0, "first") for group in groups for member in group[1:]]
+    groups = clustering.capped_union_find(len(loaded.items), [*first, *second], params.max_cluster, times=times,
+                                          max_span=max_span)
+    links = _links_per_group(groups, [*linked, *second])
+    clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
+    meaning = _sentence_meaning([c.members for c in clusters.values()], common)
+    for number, cluster in clusters.items():
+        plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)
+    plan.merges += _condensed_left(loaded, plan, taken, common)
     return plan
+
+
+def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[Merge]:
+    """Episodes no merge folds become semantic memories of their own where that drops small talk around the
+    statement or anchors a relative date: the store says the same in fewer characters, and "yesterday" gets its
+    day."""
+    left = set(range(len(loaded.rows))) - {i for merge in plan.merges for i in merge.members} - taken \
+        - set(plan.uninformative)
+    texts = {i: condensed(Member(loaded.rows[i].content, loaded.rows[i].created_at.date()),
+                          limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+             for i in sorted(left) if not loaded.rows[i].is_semantic}
+    return [Merge(base=None, members=[i], text=text, scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
+            for i, text in texts.items() if text is not None]
+
+
+def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int]) -> list[clustering.Pair]:
+    """Second-level candidates: episodes the first level left alone, paired within their session at the looser
+    ZEROMEMORY_CLUSTER_SESSION_FLOOR (0 = off)."""
+    floor = settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR
+    if not floor or loaded.vectors is None:
+        return []
+    grouped = {i for group in groups for i in group}
+    usable = [i for i, row in enumerate(loaded.rows)
+              if i not in taken and loaded.has_vector[i] and not row.is_semantic]
+    return clustering.session_pairs(loaded.items, loaded.vectors, [r.session_id for r in loaded.rows],
+                                    [i for i in usable if i not in grouped], floor,
+                                    clustered=[i for i in usable if i in grouped])
 
 
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
     """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
-    archived. A bare question stays, for the answer after it, and decays."""
+    archived, and so is a question that carries no value (the answer after it says what matters)."""
     merged = {i for merge in plan.merges for i in merge.members}
     return [i for i, row in enumerate(loaded.rows)
-            if i not in merged and i not in taken and not row.is_semantic and "?" not in row.content
-            and is_uninformative(row.content, common)]
+            if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
@@ -134,15 +178,36 @@ def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) 
     return links
 
 
-def _merges_for(loaded: Loaded, group: list[int], links: list[float], common: frozenset[str]) -> list[Merge]:
-    semantic = [i for i in group if loaded.rows[i].is_semantic]
-    base = semantic[0] if semantic else None
+@dataclass(frozen=True)
+class _Cluster:
+    """A cluster's memories with the active semantic memory it joins (`base`, if any) first, and each as a merge
+    member."""
+
+    base: int | None
+    ordered: list[int]
+    members: list[Member]
+
+
+def _cluster(loaded: Loaded, group: list[int]) -> _Cluster:
+    base = next((i for i in group if loaded.rows[i].is_semantic), None)
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    chunks = merge_cluster([Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered],
-                           limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+    return _Cluster(base, ordered, [Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered])
+
+
+def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str]) -> Meaning:
+    """The vectors of every sentence that may paraphrase another of its cluster, embedded in one call (outside any
+    transaction): paraphrases then collapse by meaning, not only by shared words."""
+    texts = sorted({text for members in clusters for text in paraphrase_candidates(members, common)})
+    return meaning_of(texts, embed_texts(texts), settings.ZEROMEMORY_MERGE_PARAPHRASE_COSINE)
+
+
+def _merges_for(group: list[int], cluster: _Cluster, links: list[float], common: frozenset[str],
+                meaning: Meaning) -> list[Merge]:
+    chunks = merge_cluster(cluster.members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common,
+                           meaning=meaning)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
-    return [_merge_of(chunk, ordered, base if n == 0 else None, scores) for n, chunk in enumerate(chunks)
-            if len(chunk.members) >= 2]
+    return [_merge_of(chunk, cluster.ordered, cluster.base if n == 0 else None, scores)
+            for n, chunk in enumerate(chunks) if len(chunk.members) >= 2]
 
 
 def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:

@@ -12,6 +12,7 @@ from consolidation.domain.clustering import (
     capped_union_find,
     cluster,
     hub_entities,
+    session_pairs,
 )
 
 SCOPE = ("global", None, None)
@@ -94,3 +95,20 @@ def test_the_index_finds_the_same_pairs_as_exact_search():
     exact = {(p.a, p.b) for p in candidate_pairs(items, vectors, [True] * 600, Params(exact_limit=10_000))}
     indexed = {(p.a, p.b) for p in candidate_pairs(items, vectors, [True] * 600, Params(exact_limit=0))}
     assert exact and len(exact & indexed) / len(exact) >= 0.99
+
+
+def test_the_second_level_pairs_what_is_left_within_one_session_and_scope_at_the_looser_floor():
+    rng = np.random.default_rng(7)
+    base = unit([rng.normal(size=16)])[0]
+    vectors = np.stack([base, near(base, 0.45, rng), near(base, 0.45, rng), near(base, 0.45, rng),
+                        near(base, 0.45, rng)]).astype(np.float32)
+    other_scope = ("global", "Sam", None)
+    items = [Item(scope, frozenset()) for scope in (SCOPE, SCOPE, SCOPE, other_scope, SCOPE)]
+    sessions = ["s1", "s1", "s2", "s1", "s1"]
+    pairs = session_pairs(items, vectors, sessions, left=[0, 1, 2, 3], floor=0.4)
+    assert {(p.a, p.b) for p in pairs} == {(0, 1)}  # 2: another session; 3: another scope; 4: not left over
+    assert all(p.reason == "session" and p.strength >= 0.4 for p in pairs)
+    assert session_pairs(items, vectors, sessions, left=[0, 1, 2, 3], floor=0.6) == []
+    # A first-level member of the session may take a leftover; two first-level members are never paired again.
+    joined = session_pairs(items, vectors, sessions, left=[1], floor=0.4, clustered=[0, 4])
+    assert {frozenset((p.a, p.b)) for p in joined} == {frozenset((0, 1))}  # 0–4 are as near, but both clustered

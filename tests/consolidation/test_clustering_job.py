@@ -240,6 +240,8 @@ def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_a
                                created_at=three_days_ago)
     chatter = ingest(tenant, ["Thanks so much!", "Haha, that's so cool!"], entities=(), session="s1",
                      created_at=three_days_ago)
+    asks_about = ingest(tenant, "Did you finish the 10k race in Denver?", entities=(), session="s1",
+                        created_at=three_days_ago)[0]
     question = ingest(tenant, "Wow, what made you pick that one?", entities=(), session="s1",
                       created_at=three_days_ago)[0]
     ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
@@ -247,15 +249,60 @@ def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_a
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
     assert set(cluster_members(tenant)[semantic.id]) == set(facts) and "Thanks" not in semantic.content
     assert {m.archive_reason for m in Memory.objects.filter(id__in=chatter)} == {"uninformative"}
-    assert Memory.objects.get(id=question).state == "raw"  # a bare question stays for the answer after it
-    assert run.archived == 2
+    # A question without a value is no knowledge either: the answer after it says what matters.
+    assert Memory.objects.get(id=question).archive_reason == "uninformative"
+    chatter.append(question)
+    assert run.archived == 3
     entry = LedgerEntry.objects.get(action="archive.uninformative")
     assert entry.undoable and set(entry.memory_ids) == {str(i) for i in chatter}
     assert {"memory_ids": sorted(str(i) for i in chatter), "reason": "uninformative"} in [
         {**e["data"], "memory_ids": sorted(e["data"]["memory_ids"])} for e in events if e["event"] == "memory.archived"]
 
+    assert Memory.objects.get(id=asks_about).state == "raw"  # a question with values stays (it decays)
+
     run_revert(run_id=run.id, actor="test", reason="undo")
     assert set(Memory.objects.filter(id__in=chatter).values_list("state", flat=True)) == {"raw"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lone_episode_wrapped_in_small_talk_becomes_a_semantic_memory_of_its_statement(tenant, three_days_ago):
+    chatty = ingest(tenant, "Hey, so good to hear from you! I adopted a beagle called Toby yesterday. Thanks so much!",
+                    entities=(), session="s1", created_at=three_days_ago)[0]
+    plain = ingest(tenant, "Our quarterly planning moved to the big meeting room on the third floor.", entities=(),
+                   session="s1", created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    day = (three_days_ago - DAY).date()
+    assert semantic.content == f"I adopted a beagle called Toby yesterday ({day.day} {day:%B %Y})."
+    assert cluster_members(tenant)[semantic.id] == {chatty}
+    assert Memory.objects.get(id=chatty).state == "consolidated"
+    assert Memory.objects.get(id=plain).state == "raw"  # nothing to drop or anchor: it stays as it was said
+    assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_the_looser_floor(tenant,
+                                                                                              three_days_ago):
+    import numpy as np
+
+    texts = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal.",
+             "Our quarterly planning moved to the big meeting room."]
+    same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
+    other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
+    # At cosine 0.45 to each other: below the first level's floor (0.55), above the session floor (0.3); the
+    # third as near to the first, but said in another session.
+    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
+    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
+    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
+        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert cluster_members(tenant)[semantic.id] == set(same)  # the same cosine in another session is no link
+    assert texts[0] in semantic.content and texts[1] in semantic.content
+    assert Memory.objects.get(id=other).state == "raw"
+    assert_nothing_lost_or_duplicated(tenant)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
+import numpy as np
 import pytest
+from django.conf import settings
 
 from consolidation.domain.merging import (
     Member,
     anchor_dates,
     concrete_values,
+    condensed,
     fold_into,
+    is_chatter,
     is_low_signal,
     is_uninformative,
+    meaning_of,
     merge_cluster,
+    paraphrase_candidates,
     sentences,
     topic_groups,
     topic_similarity,
 )
+from zeromem.core.adapters.embeddings import embedder_for
 from zeromem.core.domain.text import split_speaker
 
 MAY_8 = date(2023, 5, 8)
@@ -157,3 +165,92 @@ def test_members_without_end_punctuation_stay_separate_sentences():
     assert merged_text([Member(line, MAY_8) for line in lines]) == (
         'search p99 latency 381 ms. payments deployed v2.14.3 (canary). The pager said "SEV1!" '
         "search p99 latency 340 ms")
+
+
+def by_meaning(members, vectors_of, threshold=0.85):
+    """Merged text with the sentence vectors `vectors_of` gives the cluster's paraphrase candidates."""
+    texts = sorted(paraphrase_candidates(members))
+    meaning = meaning_of(texts, [vectors_of(t) for t in texts], threshold)
+    return " ".join(chunk.text for chunk in merge_cluster(members, limit=400, meaning=meaning))
+
+
+def minilm(text):
+    return embedder_for("builtin:minilm", 384, 1, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR)).embed_batch([text])[0]
+
+
+def test_a_paraphrase_collapses_into_the_more_complete_sentence():
+    members = [Member("Maya: I started learning to play the guitar this spring.", MAY_8),
+               Member("Maya: This spring I began taking guitar lessons.", MAY_8),
+               Member("Maya: We paged the on-call engineer.", MAY_8)]
+    assert "began taking guitar lessons" in merged_text(members)  # word overlap alone keeps both
+    text = by_meaning(members, minilm)
+    assert "I started learning to play the guitar this spring." in text
+    assert "began taking guitar lessons" not in text
+    assert "We paged the on-call engineer." in text
+
+
+def test_statements_giving_different_values_for_one_attribute_never_collapse():
+    members = [Member("Maya: I ran 5 km in the park with Sam this morning.", MAY_8),
+               Member("Maya: This morning I ran 10 km in the park with Sam.", MAY_8),
+               Member("Maya: My sister Ana lives in Lisbon.", MAY_8),
+               Member("Maya: My sister Ana lives in Porto.", MAY_8)]
+    assert paraphrase_candidates(members) == set()  # no vector can make them one statement
+    text = by_meaning(members, lambda _: np.ones(4), threshold=0.5)
+    for value in ("5 km", "10 km", "Lisbon", "Porto"):
+        assert value in text
+
+
+def test_sentences_of_other_speakers_or_without_a_shared_word_are_never_compared():
+    members = [Member("Maya: The garden party was lovely and relaxed.", MAY_8),
+               Member("Sam: The garden party was lovely and relaxed.", MAY_8),
+               Member("Maya: We grilled vegetables until sunset.", MAY_8)]
+    assert paraphrase_candidates(members) == set()
+
+
+def test_a_lone_episode_is_condensed_to_its_statements_with_dates_anchored():
+    text = condensed(Member("Mel: Hey Caroline! So good to hear from you. I painted a sunset with my kids last week. "
+                            "It was so fun, thanks!", MAY_8), limit=350, common_names=frozenset({"caroline"}))
+    assert text == "Mel: I painted a sunset with my kids last week (the week before 8 May 2023)."
+
+
+@pytest.mark.parametrize("text", [
+    "Mel: I painted a sunset over the lake with my two kids at the cabin.",  # nothing to drop or anchor
+    "Mel: Wow, that is amazing! What did you paint?",  # nothing left worth a memory
+    "Deborah: Wow, thanks so much! It's great for reflection and self-care.",  # too thin for a memory of its own
+    "Gina: Hah, yeah!) But really having a creative space for dancers is so important to me and my friends.",
+])
+def test_a_lone_episode_stays_as_it_is_when_condensing_gains_nothing_or_leaves_a_fragment(text):
+    assert condensed(Member(text, MAY_8), limit=350) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Mel: Wow, that's so cool! What did you paint?", True),
+    ("Mel: How's it going?", True),
+    ("Mel: Did you finish the 10k race in Denver?", False),  # a question with values may be what is remembered
+    ("Mel: I quit smoking. How about you?", False),
+])
+def test_chatter_is_small_talk_around_questions_that_carry_no_value(text, expected):
+    assert is_chatter(text) is expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("Wow, Mel, that's awesome!", True),
+    ("That sounds so sweet, Nate!", True),
+    ("That's Boston, Cal!", False),  # the person spoken to is no value; Boston is
+    ("Caroline went to Paris, Mel!", False),
+])
+def test_the_name_of_the_person_spoken_to_is_no_value_worth_keeping_small_talk_for(sentence, expected):
+    assert is_low_signal(sentence) is expected
+
+
+@pytest.mark.parametrize("sentence", ["Let me know how it goes if you give it a shot!", "Have fun and let's chat soon.",
+                                      "Don't forget to take it easy and look after yourself."])
+def test_send_offs_without_a_value_are_small_talk(sentence):
+    assert is_low_signal(sentence)
+    assert not is_low_signal("Let's meet at the Blue Door cafe on 12 May.")
+
+
+def test_a_merged_text_says_more_than_the_opener_of_a_remark():
+    members = [Member("Maria: It's inspiring to be around people like that. Thanks!", MAY_8),
+               Member("Maria: Wow, so cool!", MAY_8)]
+    assert merge_cluster(members, limit=400) == []
