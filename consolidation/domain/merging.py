@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import lru_cache
 
 import numpy as np
 
@@ -248,16 +249,20 @@ def anchor_dates(sentence: str, on: date) -> str:
 # --- merging -----------------------------------------------------------------------------------------------
 
 def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> list[_Sentence]:
-    found = []
-    for index, member in enumerate(members):
-        speaker, body = split_speaker(member.text)
-        for text in sentences(body):
-            if not is_low_signal(text, common_names):
-                anchored = anchor_dates(text, member.on)
-                found.append(_Sentence(index, speaker, anchored,
-                                       _content(anchored),
-                                       concrete_values(anchored)))
-    return found
+    return [_Sentence(index, *parsed) for index, member in enumerate(members)
+            for parsed in _parsed_sentences(member, common_names)]
+
+
+@lru_cache(maxsize=4096)
+def _parsed_sentences(member: Member, common_names: frozenset[str]
+                      ) -> tuple[tuple[str, str, frozenset[str], frozenset[str]], ...]:
+    """(speaker, anchored text, content words, values) of each informative sentence of a member. Cached: a run
+    parses a cluster's members to find its paraphrase candidates and again to merge them, and the parse (entity
+    extraction above all) is most of the plan's time; bounded, so a worker's memory stays flat."""
+    speaker, body = split_speaker(member.text)
+    return tuple((speaker, anchored, _content(anchored), concrete_values(anchored))
+                 for text in sentences(body) if not is_low_signal(text, common_names)
+                 for anchored in [anchor_dates(text, member.on)])
 
 
 def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:

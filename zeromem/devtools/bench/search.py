@@ -98,7 +98,10 @@ def bench_search(*, plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     except BaseException:
         say(f"the web server's and the worker's logs are kept in {logs}")
         raise
-    shutil.rmtree(logs, ignore_errors=True)
+    if any(isinstance(f, dict) and f.get("errors") for f in figures.values()):
+        say(f"some searches failed: the web server's and the worker's logs are kept in {logs}")
+    else:
+        shutil.rmtree(logs, ignore_errors=True)
     return {**headline(figures), **figures, "targets": TARGETS, "data": data.source, "sizes": asdict(plan.sizes),
             "web": f"gunicorn gthread, {WEB_WORKERS} workers x {WEB_THREADS} threads",
             "worker": f"{' '.join(WORKER[2:])} (as make dev), nice {settings.ZEROMEMORY_WORKER_NICE}",
