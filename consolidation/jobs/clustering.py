@@ -138,7 +138,7 @@ def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozens
     day."""
     left = set(range(len(loaded.rows))) - {i for merge in plan.merges for i in merge.members} - taken \
         - set(plan.uninformative)
-    texts = {i: condensed(Member(loaded.rows[i].content, loaded.rows[i].created_at.date()),
+    texts = {i: condensed(_member(loaded.rows[i]),
                           limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
              for i in sorted(left) if not loaded.rows[i].is_semantic}
     return [Merge(base=None, members=[i], text=text, scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
@@ -191,7 +191,12 @@ class _Cluster:
 def _cluster(loaded: Loaded, group: list[int]) -> _Cluster:
     base = next((i for i in group if loaded.rows[i].is_semantic), None)
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    return _Cluster(base, ordered, [Member(loaded.rows[i].content, loaded.rows[i].created_at.date()) for i in ordered])
+    return _Cluster(base, ordered, [_member(loaded.rows[i]) for i in ordered])
+
+
+def _member(row: ClusteringRow) -> Member:
+    """A memory as the merge reads it: its text and the day its relative dates count from."""
+    return Member(row.content, row.created_at.date())
 
 
 def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str]) -> Meaning:
