@@ -91,3 +91,21 @@ def _backend_pid(session) -> int:
     with session.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         return cursor.fetchone()[0]
+
+
+LOWER_OWN_SESSION = ("import sys; from zeromem.celery import lower_own_session_priority; "
+                     "print(lower_own_session_priority(7), open('/proc/self/autogroup').read().split()[-1])")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="this kernel has no autogroup")
+@pytest.mark.parametrize(("shell_line", "lowered"), [
+    ("exec {python} -c \"{code}\"", "True 7"),  # the worker alone in its session
+    ("sleep 30 & {python} -c \"{code}\"; kill $!", "False 0"),  # a sibling (a web server?) shares it
+])
+def test_a_worker_lowers_its_sessions_share_only_when_the_session_is_its_own(shell_line, lowered):
+    """With autogroup the kernel shares CPU between sessions first, so a niced worker in a session of its own
+    still took half the machine from the web server's session; a session shared with others keeps its share."""
+    line = shell_line.format(python=sys.executable, code=LOWER_OWN_SESSION)
+    result = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60,
+                            start_new_session=True, cwd=os.getcwd())
+    assert result.stdout.strip() == lowered, result.stderr
