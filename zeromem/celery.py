@@ -1,5 +1,6 @@
 """The Celery app, configured from Django settings (CELERY_* names)."""
 
+import gc
 import logging
 import os
 from logging.config import dictConfig
@@ -25,6 +26,14 @@ def _django_logging(**kwargs: Any) -> None:
     from django.conf import settings
 
     dictConfig(settings.LOGGING)
+
+
+@worker_init.connect
+def _startup_objects_out_of_the_collectors_reach(**kwargs: Any) -> None:
+    """What the worker loaded at start lives as long as the process: frozen, a full collection during a run scans
+    only what runs made (~140,000 objects fewer; as the web process does, zeromem/wsgi.py). Pool processes
+    inherit it."""
+    gc.freeze()
 
 
 @worker_init.connect
