@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from celery import Task, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
@@ -43,12 +44,16 @@ def clustering_run_task(*, run_id: str) -> str:
 @shared_task(name="consolidation.clustering_runs", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
 def clustering_runs_task(*, run_ids: list[str]) -> list[str]:
     """Small users' runs one after another (the daily fan-out batches them). One run's error does not stop the
-    others; the task then fails with it, and a redelivery skips the runs already finished."""
+    others; the task then fails with it, and a redelivery skips the runs already finished. The soft time limit
+    stops the task at once: the hard limit follows within minutes, and the runs not started stay pending for the
+    requeue of lost runs."""
     statuses: list[str] = []
     failure: Exception | None = None
     for run_id in run_ids:
         try:
             statuses.append(clustering_run_task(run_id=run_id))
+        except SoftTimeLimitExceeded:
+            raise
         except Exception as exc:  # re-raised once the rest of the batch has run
             failure = failure or exc
             statuses.append(f"error: {exc}")

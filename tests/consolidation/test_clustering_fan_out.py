@@ -81,6 +81,26 @@ def test_a_shared_task_runs_every_run_and_fails_after_them_with_the_first_error(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_shared_task_stops_at_its_soft_time_limit_and_leaves_the_rest_pending(tenant, three_days_ago,
+                                                                                 monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from consolidation import tasks
+    from consolidation.runs import run_request
+
+    run_ids = [str(run_request(tenant_id=tenant.id, user_id=user, kind="clustering", trigger="beat")[0].id)
+               for user in ("u1", "u2")]
+
+    def out_of_time(**kwargs):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(tasks, "clustering_execute", out_of_time)  # what Celery raises when the limit passes
+    with pytest.raises(SoftTimeLimitExceeded):
+        tasks.clustering_runs_task.run(run_ids=run_ids)
+    assert ConsolidationRun.objects.get(id=run_ids[1]).status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_run_whose_task_was_lost_is_requeued(tenant, now):
     from consolidation.runs import run_request
     from consolidation.triggers import requeue_stale_runs
