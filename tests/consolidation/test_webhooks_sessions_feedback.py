@@ -90,6 +90,24 @@ def test_deliveries_commit_with_the_change_and_are_sent_only_after_it(tenant, re
     assert len(receiver.requests) == 2  # a 500, then the retry, after commit
 
 
+def test_deliveries_are_written_once_per_event_and_subscribed_endpoint(tenant, other_tenant):
+    from consolidation.webhooks import webhook_deliveries_create
+
+    every = WebhookEndpoint.objects.create(tenant=tenant, url="http://127.0.0.1:9/every")
+    merges = WebhookEndpoint.objects.create(tenant=tenant, url="http://127.0.0.1:9/merges",
+                                            event_types=["memory.merged"])
+    WebhookEndpoint.objects.create(tenant=other_tenant, url="http://127.0.0.1:9/elsewhere")
+    WebhookEndpoint.objects.create(tenant=tenant, url="http://127.0.0.1:9/off", active=False)
+    payloads = [{"id": "00000000-0000-0000-0000-00000000000%d" % n, "event": event, "tenant": tenant.id, "data": {}}
+                for n, event in ((1, "memory.merged"), (2, "memory.deleted"))]
+    created = webhook_deliveries_create(payloads=payloads)
+    assert sorted(WebhookDelivery.objects.filter(id__in=created).values_list("endpoint_id", "event_type")) == sorted(
+        [(every.id, "memory.merged"), (every.id, "memory.deleted"), (merges.id, "memory.merged")])
+    assert WebhookDelivery.objects.get(endpoint=merges).payload == payloads[0]
+    assert webhook_deliveries_create(payloads=payloads) == []  # already written: nothing twice
+    assert WebhookDelivery.objects.count() == 3
+
+
 def test_a_dead_endpoint_never_blocks_a_job(tenant, eager, settings):
     settings.ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = 0
     settings.ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = 0.5
