@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -98,7 +99,7 @@ def test_deliveries_are_written_once_per_event_and_subscribed_endpoint(tenant, o
                                             event_types=["memory.merged"])
     WebhookEndpoint.objects.create(tenant=other_tenant, url="http://127.0.0.1:9/elsewhere")
     WebhookEndpoint.objects.create(tenant=tenant, url="http://127.0.0.1:9/off", active=False)
-    payloads = [{"id": "00000000-0000-0000-0000-00000000000%d" % n, "event": event, "tenant": tenant.id, "data": {}}
+    payloads = [{"id": str(uuid.UUID(int=n)), "event": event, "tenant": tenant.id, "data": {}}
                 for n, event in ((1, "memory.merged"), (2, "memory.deleted"))]
     created = webhook_deliveries_create(payloads=payloads)
     assert sorted(WebhookDelivery.objects.filter(id__in=created).values_list("endpoint_id", "event_type")) == sorted(
