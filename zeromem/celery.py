@@ -55,33 +55,18 @@ def lower_own_session_priority(nice: int) -> bool:
     """Where the kernel shares CPU between sessions first (Linux autogroup, on in most distributions' kernels), a
     process's nice only orders it against its own session: a worker in a session of its own (`make dev`,
     `bench search`, a container) still took half of a busy machine from the web server's session, and searches
-    waited during a run. So the worker lowers its session's share as well, but only when the session is its own
-    process tree (its ancestors and children): never a web server started from the same shell. True when it did."""
-    import psutil
-
-    try:
-        session = AUTOGROUP.read_text().split()[0]
-    except OSError:
-        return False  # no autogroup: the process's nice alone orders it
-    me = psutil.Process()
-    own_tree = {me.pid, *(p.pid for p in me.parents()), *(p.pid for p in me.children(recursive=True))}
-    for pid in psutil.pids():
-        if pid not in own_tree and _autogroup_of(pid) == session:
-            logger.info("the worker shares its session with process %s: the session keeps its priority", pid)
-            return False
+    waited during a run. So the worker lowers its session's share as well, but only when it leads the session
+    (started in one of its own): a session a shell leads outlives the worker, and the commands typed there later
+    must not inherit its priority. True when it did."""
+    if os.getsid(0) != os.getpid():
+        logger.info("the worker does not lead its session: the session keeps its CPU share")
+        return False
     try:
         AUTOGROUP.write_text(str(nice))
-    except OSError as exc:
-        logger.info("the worker's session keeps its priority: %s", exc)
+    except OSError as exc:  # no autogroup: the process's nice alone orders it
+        logger.info("the worker's session keeps its CPU share: %s", exc)
         return False
     return True
-
-
-def _autogroup_of(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/autogroup").read_text().split()[0]
-    except (OSError, IndexError):
-        return None  # gone, or not ours to read
 
 
 def _database_session_at_worker_priority(connection: Any, **kwargs: Any) -> None:
