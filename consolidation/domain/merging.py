@@ -266,13 +266,23 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
 
 
 def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:
-    """`kept` already says what `candidate` says: the same speaker, most words and every value in common; with
-    `lossless`, every content word too ("allergic to gluten" is not "allergic to sesame")."""
+    """`kept` already says what `candidate` says: the same speaker, most words (or every one, and both or neither
+    denying something) and every value in common; with `lossless`, every content word too ("allergic to gluten" is
+    not "allergic to sesame")."""
     if candidate.speaker != kept.speaker or not candidate.words:
         return False
     overlap = len(candidate.words & kept.words) / len(candidate.words | kept.words)
-    return (overlap >= threshold and candidate.values <= kept.values
+    contained = candidate.words <= kept.words and _negated(candidate.text) == _negated(kept.text)
+    return ((overlap >= threshold or contained) and candidate.values <= kept.values
             and not (lossless and candidate.words - kept.words))
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none|neither|nor|without)\b|n't\b", re.I)
+
+
+def _negated(text: str) -> bool:
+    """Whether a sentence denies something: "I don't like dogs" is not said by "I like dogs and cats"."""
+    return bool(_NEGATION.search(text))
 
 
 @dataclass(frozen=True)
@@ -316,11 +326,12 @@ def meaning_of(texts: Sequence[str], vectors: Sequence[Sequence[float] | None], 
     return Meaning(unit, threshold)
 
 
-def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning) -> list[_Sentence]:
-    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says, in
-    the same words or (`meaning`) in others."""
+def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning,
+              said: Sequence[_Sentence] = ()) -> list[_Sentence]:
+    """Most complete first (longest; most recent member on a tie), then drop what a kept one (or one of `said`,
+    what other memories already state) already says, in the same words or (`meaning`) in others."""
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
-    kept: list[_Sentence] = []
+    kept: list[_Sentence] = list(said)
     for sentence in ranked:
         if not any(_redundant(sentence, other, threshold, lossless)
                    or (not lossless and _paraphrase(sentence, other, meaning)) for other in kept):
@@ -358,12 +369,13 @@ def _closed(text: str) -> str:
 
 def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
                   common_names: frozenset[str] = frozenset(), lossless: bool = False,
-                  meaning: Meaning = NO_MEANING) -> list[Chunk]:
+                  meaning: Meaning = NO_MEANING, said: Sequence[_Sentence] = ()) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
     the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
     they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says.
-    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning)
+    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too. `said`: the
+    `statements` of other memories of the store; what they already say is not written again."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning, said)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
@@ -375,6 +387,11 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:
+    """The informative sentences of memories, as `merge_cluster(said=...)` takes them."""
+    return [_Sentence(-1, *parsed) for member in members for parsed in _parsed_sentences(member, common_names)]
 
 
 def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),
@@ -391,6 +408,11 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
         return None
     anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
     return text if anchored or len(member.text) - len(text) >= min_saving else None
+
+
+def condensed_enough(text: str) -> bool:
+    """A text of one episode's statements worth a memory: balanced, and saying more than a remark's opener."""
+    return _balanced(text) and _written_substance(text) > MIN_SUBSTANCE
 
 
 _BRACKETS = (("(", ")"), ("[", "]"))

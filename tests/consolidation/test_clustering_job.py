@@ -203,7 +203,8 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant, th
         ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
                            entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
     env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
-           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99"}  # entities only
+           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99",
+               "ZEROMEMORY_CLUSTER_FOLD_FLOOR": "0"}  # entities only
     command = [sys.executable, "manage.py", "consolidate", "--tenant", tenant.name, "--user", "u1", "--force"]
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for _ in range(2)]
@@ -309,6 +310,7 @@ def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_t
 def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_writes_the_rest(tenant, settings,
                                                                                           three_days_ago):
     settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK = 2
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # three merges, not one folded text
     for topic in range(3):
         ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
                            entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
@@ -327,4 +329,32 @@ def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_write
     left_out = [plan.loaded.ids[i] for i in plan.merges[1].members]
     assert list(Memory.objects.filter(id__in=left_out).order_by("state").values_list("state", flat=True)) == \
         ["archived", "raw", "raw"]
+    assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_piece(tenant, settings,
+                                                                                      three_days_ago):
+    import numpy as np
+
+    settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR = 0  # the second level off: only the third can fold them
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0.3
+    texts = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal.",
+             "Our quarterly planning moved to the big meeting room."]
+    same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
+    other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
+    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
+    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
+    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
+        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 80  # the two (91 characters) do not fit one text: nothing folds
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    assert not Memory.objects.filter(tenant=tenant, memory_type="semantic").exists()
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 350
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert cluster_members(tenant)[semantic.id] == set(same)  # another session's episode is never folded in
+    assert semantic.content == f"{texts[0]} {texts[1]}"
+    assert Memory.objects.get(id=other).state == "raw"
     assert_nothing_lost_or_duplicated(tenant)

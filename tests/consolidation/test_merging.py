@@ -22,6 +22,7 @@ from consolidation.domain.merging import (
     merge_cluster,
     paraphrase_candidates,
     sentences,
+    statements,
     topic_groups,
     topic_similarity,
 )
@@ -254,3 +255,12 @@ def test_a_merged_text_says_more_than_the_opener_of_a_remark():
     members = [Member("Maria: It's inspiring to be around people like that. Thanks!", MAY_8),
                Member("Maria: Wow, so cool!", MAY_8)]
     assert merge_cluster(members, limit=400) == []
+
+
+def test_what_another_memory_already_says_is_not_written_again_and_a_denial_is_never_said_by_a_claim():
+    said = statements([Member("Mel: I love painting sunsets at the beach.", date(2023, 5, 8))])
+    members = [Member("Mel: I love painting. We went camping in the Rockies.", date(2023, 5, 8)),
+               Member("Mel: I don't love painting sunsets.", date(2023, 5, 8))]
+    [chunk] = merge_cluster(members, limit=350, said=said)
+    assert chunk.text == "Mel: We went camping in the Rockies. I don't love painting sunsets."
+    assert chunk.members == [0, 1]  # still cites both
