@@ -16,8 +16,10 @@ A merged memory keeps what a later question may need and drops what states nothi
 from __future__ import annotations
 
 import calendar
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
@@ -361,13 +363,26 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
     return chunks
 
 
+def joined_length(first: str, second: str) -> int:
+    """The length of two texts written as one, as `_pack` joins them: one speaker label where both open with the
+    same, a space, and a full stop where the first has no end punctuation. What a fold of their members writes,
+    give or take a sentence the two both say (shorter) or speakers taking turns (longer)."""
+    speaker, body = split_speaker(second)
+    tail = body if speaker and split_speaker(first)[0] == speaker else second.strip()
+    return len(_closed(first.strip())) + 1 + len(tail)
+
+
 def _closed(text: str) -> str:
     """A text another member's follows, ended with a full stop where it has no end punctuation: event lines
     ("search p99 latency 381 ms") would otherwise run on into one sentence."""
     return text if text.rstrip("\"'”’)]").endswith((".", "!", "?", "…", ":", ";")) else f"{text}."
 
 
-def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
+MERGE_REDUNDANCY = 0.7  # word overlap at which two sentences of one speaker say the same (every value in common)
+
+
+def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000,
+                  redundancy: float = MERGE_REDUNDANCY,
                   common_names: frozenset[str] = frozenset(), lossless: bool = False,
                   meaning: Meaning = NO_MEANING, said: Sequence[_Sentence] = ()) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
@@ -392,6 +407,47 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
 def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:
     """The informative sentences of memories, as `merge_cluster(said=...)` takes them."""
     return [_Sentence(-1, *parsed) for member in members for parsed in _parsed_sentences(member, common_names)]
+
+
+@dataclass
+class Said:
+    """What other memories already state, indexed by speaker and by each value and content word, so a text is
+    compared only with the statements that could say one of its sentences (`near`), not with all of a user's.
+    `per_key`: the most recent statements looked at under one key, so a word every statement has costs no more
+    than a rare one (a run stays linear in the user's memories; past it, a repeat may stay unnoticed)."""
+
+    per_key: int = 128
+    _by_value: dict[tuple[str, str], list[_Sentence]] = field(default_factory=lambda: defaultdict(list))
+    _by_word: dict[tuple[str, str], list[_Sentence]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, found: Iterable[_Sentence]) -> None:
+        for sentence in found:
+            for value in sentence.values:
+                self._by_value[(sentence.speaker, value)].append(sentence)
+            for word in sentence.words:
+                self._by_word[(sentence.speaker, word)].append(sentence)
+
+    def near(self, found: Iterable[_Sentence], *, redundancy: float, meaning: Meaning = NO_MEANING
+             ) -> list[_Sentence]:
+        """The statements that may say one of `found` (as `merge_cluster(said=...)` takes them)."""
+        out: dict[int, _Sentence] = {}
+        for sentence in found:
+            for bucket in self._buckets(sentence, redundancy, meaning):
+                out.update((id(other), other) for other in bucket[-self.per_key:])
+        return list(out.values())
+
+    def _buckets(self, sentence: _Sentence, redundancy: float, meaning: Meaning) -> list[list[_Sentence]]:
+        """Where every statement that can say `sentence` is. One that does has all of its values (a paraphrase:
+        the same ones), so the rarest value's bucket holds it; without values it shares at least
+        ceil(redundancy × |words|) of its words, so it is in one of the |words| − that + 1 rarest words' buckets,
+        or for a paraphrase (one word in common is enough) in any of them."""
+        speaker, words = sentence.speaker, sentence.words
+        if sentence.values:
+            return [min((self._by_value.get((speaker, v), []) for v in sentence.values), key=len)]
+        buckets = sorted((self._by_word.get((speaker, w), []) for w in words), key=len)
+        if sentence.text in meaning.vectors:
+            return buckets
+        return buckets[:len(words) - math.ceil(redundancy * len(words) - 1e-9) + 1]
 
 
 def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
+from consolidation.jobs import clustering as clustering_job
 from consolidation.jobs.clustering import _write_merges, clustering_plan, clustering_run_now
 from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry
@@ -358,3 +359,27 @@ def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_
     assert semantic.content == f"{texts[0]} {texts[1]}"
     assert Memory.objects.get(id=other).state == "raw"
     assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_folds(tenant, settings, monkeypatch,
+                                                                                   three_days_ago):
+    monkeypatch.setattr(clustering_job, "FOLD_WINDOW", 8)
+    monkeypatch.setattr(clustering_job, "FOLD_MISSES", 2)
+    settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR = 0.99  # one topic for all: every pair is a fold candidate
+    ids = ingest(tenant, [f"Build {i} of the search indexer passed its {i * 7} checks." for i in range(60)],
+                 entities=(), session="s1", created_at=three_days_ago)
+    Memory.objects.filter(id__in=ids).update(embedding=[1.0] + [0.0] * 383)
+    windows: list[list[int]] = []  # per window: its units, and each fold it tried
+    fold_window, folded = clustering_job._fold_window, clustering_job._folded
+    monkeypatch.setattr(clustering_job, "_fold_window",
+                        lambda units, *rest: windows.append([len(units)]) or fold_window(units, *rest))
+    monkeypatch.setattr(clustering_job, "_folded",
+                        lambda *args: windows[-1].append(1) or folded(*args))
+    plan = clustering_plan(tenant=Tenant.objects.get(id=tenant.id), user_id="u1", now=three_days_ago + 3 * DAY,
+                           force=True)
+    assert len(windows) >= 2 and all(units <= 8 for units, *_ in windows)
+    assert all(len(tried) <= units - 1 + 2 for units, *tried in windows)
+    assert all(len(merge.text) <= settings.ZEROMEMORY_MERGED_MAX_CHARS for merge in plan.merges)
+    cited = [i for merge in plan.merges for i in merge.members]
+    assert len(cited) == len(set(cited))

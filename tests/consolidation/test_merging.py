@@ -11,6 +11,7 @@ from django.conf import settings
 
 from consolidation.domain.merging import (
     Member,
+    Said,
     anchor_dates,
     concrete_values,
     condensed,
@@ -18,6 +19,7 @@ from consolidation.domain.merging import (
     is_chatter,
     is_low_signal,
     is_uninformative,
+    joined_length,
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
@@ -264,3 +266,27 @@ def test_what_another_memory_already_says_is_not_written_again_and_a_denial_is_n
     [chunk] = merge_cluster(members, limit=350, said=said)
     assert chunk.text == "Mel: We went camping in the Rockies. I don't love painting sunsets."
     assert chunk.members == [0, 1]  # still cites both
+
+
+def test_said_finds_every_statement_that_can_say_a_sentence_without_the_rest_of_the_store():
+    store = [Member(f"Mel: I painted the old boathouse by the lake with my kids on day {i}.", MAY_8)
+             for i in range(200)]
+    store += [Member("Mel: I love painting sunsets at the beach.", MAY_8),
+              Member("Mel: We went camping in the Rockies. It rained.", MAY_8),
+              Member("Jon: I love painting sunsets at the beach.", MAY_8)]
+    said = Said()
+    said.add(statements(store))
+    members = [Member("Mel: I love painting sunsets. We went camping in the Rockies.", MAY_8),
+               Member("Mel: I don't love painting sunsets.", MAY_8)]
+    near = said.near(statements(members), redundancy=0.6)
+    assert {s.text for s in near} == {"I love painting sunsets at the beach.", "We went camping in the Rockies."}
+    assert merge_cluster(members, limit=350, said=near, redundancy=0.6) == \
+        merge_cluster(members, limit=350, said=statements(store), redundancy=0.6)
+
+
+def test_two_texts_of_one_speaker_written_as_one_say_the_speaker_once():
+    first, second = "Mel: I painted the old boathouse by the lake", "Mel: We went camping in the Rockies."
+    [chunk] = merge_cluster([Member(first, MAY_8), Member(second, MAY_8)], limit=400)
+    assert chunk.text == "Mel: I painted the old boathouse by the lake. We went camping in the Rockies."
+    assert joined_length(first, second) == len(chunk.text)
+    assert joined_length(first, "Jon: We went camping.") == len(f"{first}. Jon: We went camping.")
