@@ -165,6 +165,26 @@ _VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|
                        r"(?=\s*(?:[,!?.]|$))", re.I)
 
 
+_CASED_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+
+
+def plain_openers(texts: Iterable[str]) -> frozenset[str]:
+    """Capitalised words that open a sentence yet name nothing: the texts also write them in lower case and never
+    capitalise them inside a sentence ("Gorgeous!", "Appreciate it."; "LeBron is incredible." and "Max!" keep their
+    names). Lower-cased, as `common_names` takes them: such an opener is no value worth keeping small talk for."""
+    opening: set[str] = set()
+    inside: set[str] = set()
+    lower: set[str] = set()
+    for text in texts:
+        for sentence in sentences(split_speaker(text)[1]):
+            tokens = _CASED_WORD.findall(sentence)
+            if tokens and tokens[0][0].isupper():
+                opening.add(tokens[0].lower())
+            for token in tokens[1:]:
+                (lower if token.islower() else inside).add(token.lower())
+    return frozenset((opening & lower) - inside)
+
+
 def _unaddressed(sentence: str) -> str:
     """The sentence without the name of the person spoken to: who is talking, not what is said."""
     bare = _VOCATIVE.sub(r"\1", sentence.strip())

@@ -38,6 +38,7 @@ from consolidation.domain.merging import (
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
+    plain_openers,
     split_speaker,
     statements,
 )
@@ -139,6 +140,9 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
                                           max_span=max_span)
     links = _links_per_group(groups, [*linked, *second])
     clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
+    # A capitalised opener the user's memories also write in lower case ("Gorgeous!") is no name a merge keeps
+    # small talk for (the update rules above keep judging with the hub names alone).
+    common = common | plain_openers(row.content for row in loaded.rows)
     meaning = _sentence_meaning([c.members for c in clusters.values()], common)
     for number, cluster in clusters.items():
         plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning)

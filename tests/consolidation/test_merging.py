@@ -23,6 +23,7 @@ from consolidation.domain.merging import (
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
+    plain_openers,
     sentences,
     statements,
     topic_groups,
@@ -290,3 +291,13 @@ def test_two_texts_of_one_speaker_written_as_one_say_the_speaker_once():
     assert chunk.text == "Mel: I painted the old boathouse by the lake. We went camping in the Rockies."
     assert joined_length(first, second) == len(chunk.text)
     assert joined_length(first, "Jon: We went camping.") == len(f"{first}. Jon: We went camping.")
+
+
+def test_an_opener_the_store_also_writes_in_lower_case_is_no_name_worth_keeping_small_talk_for():
+    store = ["Mel: Gorgeous! The lake was gorgeous at dawn.", "Mel: LeBron is incredible. I saw LeBron play.",
+             "Jon: Max! My dog Max loves the lake.", "Jon: Appreciate it. I appreciate the help with the move."]
+    openers = plain_openers(store)
+    assert {"gorgeous", "appreciate"} <= openers and not {"lebron", "max", "i"} & openers
+    assert is_low_signal("Gorgeous!", openers) and is_low_signal("Appreciate it.", openers)
+    assert not is_low_signal("LeBron is incredible.", openers) and not is_low_signal("Max!", openers)
+    assert not is_low_signal("Gorgeous!")  # without the store, a capitalised opener may be a name
