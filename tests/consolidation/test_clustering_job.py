@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.db import transaction
 
@@ -29,6 +30,24 @@ def cluster_members(tenant):
     for link in MemorySource.objects.filter(memory__tenant=tenant):
         result.setdefault(link.memory_id, set()).add(link.source_memory_id)
     return result
+
+
+HIKE = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal."]
+
+
+def two_sessions_at_cosine_045(tenant, three_days_ago):
+    """The two HIKE episodes in one session and a third in another, at cosine 0.45 to each other: below the first
+    level's floor (0.55), above the session floor (0.3); the third as near to the first, but said in another
+    session. Returns (the two ids, the third's id)."""
+    same = ingest(tenant, HIKE, entities=(), session="s1", created_at=three_days_ago)
+    other = ingest(tenant, "Our quarterly planning moved to the big meeting room.", entities=(), session="s2",
+                   created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
+    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
+    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
+    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
+        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    return same, other
 
 
 def assert_nothing_lost_or_duplicated(tenant):
@@ -286,23 +305,11 @@ def test_a_lone_episode_wrapped_in_small_talk_becomes_a_semantic_memory_of_its_s
 @pytest.mark.django_db(transaction=True)
 def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_the_looser_floor(tenant,
                                                                                               three_days_ago):
-    import numpy as np
-
-    texts = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal.",
-             "Our quarterly planning moved to the big meeting room."]
-    same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
-    other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
-    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
-    # At cosine 0.45 to each other: below the first level's floor (0.55), above the session floor (0.3); the
-    # third as near to the first, but said in another session.
-    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
-    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
-    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
-        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    same, other = two_sessions_at_cosine_045(tenant, three_days_ago)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
     assert cluster_members(tenant)[semantic.id] == set(same)  # the same cosine in another session is no link
-    assert texts[0] in semantic.content and texts[1] in semantic.content
+    assert HIKE[0] in semantic.content and HIKE[1] in semantic.content
     assert Memory.objects.get(id=other).state == "raw"
     assert_nothing_lost_or_duplicated(tenant)
 
@@ -336,19 +343,9 @@ def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_write
 @pytest.mark.django_db(transaction=True)
 def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_piece(tenant, settings,
                                                                                       three_days_ago):
-    import numpy as np
-
     settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR = 0  # the second level off: only the third can fold them
     settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0.3
-    texts = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal.",
-             "Our quarterly planning moved to the big meeting room."]
-    same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
-    other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
-    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
-    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
-    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
-    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
-        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    same, other = two_sessions_at_cosine_045(tenant, three_days_ago)
     settings.ZEROMEMORY_MERGED_MAX_CHARS = 80  # the two (91 characters) do not fit one text: nothing folds
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     assert not Memory.objects.filter(tenant=tenant, memory_type="semantic").exists()
@@ -356,7 +353,7 @@ def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
     assert cluster_members(tenant)[semantic.id] == set(same)  # another session's episode is never folded in
-    assert semantic.content == f"{texts[0]} {texts[1]}"
+    assert semantic.content == f"{HIKE[0]} {HIKE[1]}"
     assert Memory.objects.get(id=other).state == "raw"
     assert_nothing_lost_or_duplicated(tenant)
 
