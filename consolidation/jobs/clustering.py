@@ -180,8 +180,9 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
 
 
 def _episodes_unsaid(loaded: Loaded, left: list[int], common: frozenset[str], limit: int) -> list[Merge]:
-    """An episode left as said that repeats an earlier one of the user becomes a semantic memory of what it adds
-    (citing it) where that drops at least 10 characters and what is left still says something."""
+    """An episode left as said becomes a semantic memory of what it adds (citing it): its statements without its
+    small talk and without what an earlier episode of the user says, where that drops at least 10 characters and
+    what is left still says something. Never longer than the episode, even past ZEROMEMORY_MERGED_MAX_CHARS."""
     said = Said()
     out = []
     for i in left:
@@ -251,8 +252,8 @@ def _fold_session(units: list[Merge], loaded: Loaded, limit: int, floor: float, 
 
 def _fold_window(units: list[Merge], loaded: Loaded, limit: int, floor: float, common: frozenset[str],
                  meaning: Meaning) -> list[Merge]:
-    """Strongest pair first, two units fold while their texts add up to no more than `limit` and their members'
-    merged text fits in one piece. A pair of folds that did not fit is not tried again until one of them grows,
+    """Strongest pair first, two units fold while their texts written as one fit `limit` and so does their
+    members' merged text. A pair of folds that did not fit is not tried again until one of them grows,
     and after FOLD_MISSES such misses the window stops folding: at most len(units) − 1 + FOLD_MISSES merges."""
     if len(units) < 2:
         return units
