@@ -274,6 +274,9 @@ ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minim
 # Second level: episodes the first level clustered with nothing pair up within their session at this looser cosine
 # (turns of one conversation about one thing, worded apart); 0 = off.
 ZEROMEMORY_CLUSTER_SESSION_FLOOR = env_float("ZEROMEMORY_CLUSTER_SESSION_FLOOR", 0.3, minimum=0.0, maximum=1.0)
+# Third level: what a run writes for one session (semantic memories and episodes left as said) folds together at
+# this cosine of the members' mean vectors while the text fits ZEROMEMORY_MERGED_MAX_CHARS in one piece; 0 = off.
+ZEROMEMORY_CLUSTER_FOLD_FLOOR = env_float("ZEROMEMORY_CLUSTER_FOLD_FLOOR", 0.15, minimum=0.0, maximum=1.0)
 ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
 # one conditional UPDATE for the chunk (its webhook deliveries included). A chunk's PostgreSQL work (mostly inserting

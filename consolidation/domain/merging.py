@@ -16,8 +16,10 @@ A merged memory keeps what a later question may need and drops what states nothi
 from __future__ import annotations
 
 import calendar
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
@@ -163,6 +165,26 @@ _VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|
                        r"(?=\s*(?:[,!?.]|$))", re.I)
 
 
+_CASED_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+
+
+def plain_openers(texts: Iterable[str]) -> frozenset[str]:
+    """Capitalised words that open a sentence yet name nothing: the texts also write them in lower case and never
+    capitalise them inside a sentence ("Gorgeous!", "Appreciate it."; "LeBron is incredible." and "Max!" keep their
+    names). Lower-cased, as `common_names` takes them: such an opener is no value worth keeping small talk for."""
+    opening: set[str] = set()
+    inside: set[str] = set()
+    lower: set[str] = set()
+    for text in texts:
+        for sentence in sentences(split_speaker(text)[1]):
+            tokens = _CASED_WORD.findall(sentence)
+            if tokens and tokens[0][0].isupper():
+                opening.add(tokens[0].lower())
+            for token in tokens[1:]:
+                (lower if token.islower() else inside).add(token.lower())
+    return frozenset((opening & lower) - inside)
+
+
 def _unaddressed(sentence: str) -> str:
     """The sentence without the name of the person spoken to: who is talking, not what is said."""
     bare = _VOCATIVE.sub(r"\1", sentence.strip())
@@ -266,13 +288,23 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
 
 
 def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:
-    """`kept` already says what `candidate` says: the same speaker, most words and every value in common; with
-    `lossless`, every content word too ("allergic to gluten" is not "allergic to sesame")."""
+    """`kept` already says what `candidate` says: the same speaker, most words (or every one, and both or neither
+    denying something) and every value in common; with `lossless`, every content word too ("allergic to gluten" is
+    not "allergic to sesame")."""
     if candidate.speaker != kept.speaker or not candidate.words:
         return False
     overlap = len(candidate.words & kept.words) / len(candidate.words | kept.words)
-    return (overlap >= threshold and candidate.values <= kept.values
+    contained = candidate.words <= kept.words and _negated(candidate.text) == _negated(kept.text)
+    return ((overlap >= threshold or contained) and candidate.values <= kept.values
             and not (lossless and candidate.words - kept.words))
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none|neither|nor|without)\b|n't\b", re.I)
+
+
+def _negated(text: str) -> bool:
+    """Whether a sentence denies something: "I don't like dogs" is not said by "I like dogs and cats"."""
+    return bool(_NEGATION.search(text))
 
 
 @dataclass(frozen=True)
@@ -316,11 +348,12 @@ def meaning_of(texts: Sequence[str], vectors: Sequence[Sequence[float] | None], 
     return Meaning(unit, threshold)
 
 
-def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning) -> list[_Sentence]:
-    """Most complete first (longest; most recent member on a tie), then drop what a kept one already says, in
-    the same words or (`meaning`) in others."""
+def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning,
+              said: Sequence[_Sentence] = ()) -> list[_Sentence]:
+    """Most complete first (longest; most recent member on a tie), then drop what a kept one (or one of `said`,
+    what other memories already state) already says, in the same words or (`meaning`) in others."""
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
-    kept: list[_Sentence] = []
+    kept: list[_Sentence] = list(said)
     for sentence in ranked:
         if not any(_redundant(sentence, other, threshold, lossless)
                    or (not lossless and _paraphrase(sentence, other, meaning)) for other in kept):
@@ -350,20 +383,34 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
     return chunks
 
 
+def joined_length(first: str, second: str) -> int:
+    """The length of two texts written as one, as `_pack` joins them: one speaker label where both open with the
+    same, a space, and a full stop where the first has no end punctuation. What a fold of their members writes,
+    give or take a sentence the two both say (shorter) or speakers taking turns (longer)."""
+    speaker, body = split_speaker(second)
+    tail = body if speaker and split_speaker(first)[0] == speaker else second.strip()
+    return len(_closed(first.strip())) + 1 + len(tail)
+
+
 def _closed(text: str) -> str:
     """A text another member's follows, ended with a full stop where it has no end punctuation: event lines
     ("search p99 latency 381 ms") would otherwise run on into one sentence."""
     return text if text.rstrip("\"'”’)]").endswith((".", "!", "?", "…", ":", ";")) else f"{text}."
 
 
-def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000, redundancy: float = 0.7,
+MERGE_REDUNDANCY = 0.7  # word overlap at which two sentences of one speaker say the same (every value in common)
+
+
+def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 1000,
+                  redundancy: float = MERGE_REDUNDANCY,
                   common_names: frozenset[str] = frozenset(), lossless: bool = False,
-                  meaning: Meaning = NO_MEANING) -> list[Chunk]:
+                  meaning: Meaning = NO_MEANING, said: Sequence[_Sentence] = ()) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
     the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
     they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says.
-    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning)
+    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too. `said`: the
+    `statements` of other memories of the store; what they already say is not written again."""
+    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning, said)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
@@ -375,6 +422,52 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members}
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:
+    """The informative sentences of memories, as `merge_cluster(said=...)` takes them."""
+    return [_Sentence(-1, *parsed) for member in members for parsed in _parsed_sentences(member, common_names)]
+
+
+@dataclass
+class Said:
+    """What other memories already state, indexed by speaker and by each value and content word, so a text is
+    compared only with the statements that could say one of its sentences (`near`), not with all of a user's.
+    `per_key`: the most recent statements looked at under one key, so a word every statement has costs no more
+    than a rare one (a run stays linear in the user's memories; past it, a repeat may stay unnoticed)."""
+
+    per_key: int = 128
+    _by_value: dict[tuple[str, str], list[_Sentence]] = field(default_factory=lambda: defaultdict(list))
+    _by_word: dict[tuple[str, str], list[_Sentence]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, found: Iterable[_Sentence]) -> None:
+        for sentence in found:
+            for value in sentence.values:
+                self._by_value[(sentence.speaker, value)].append(sentence)
+            for word in sentence.words:
+                self._by_word[(sentence.speaker, word)].append(sentence)
+
+    def near(self, found: Iterable[_Sentence], *, redundancy: float, meaning: Meaning = NO_MEANING
+             ) -> list[_Sentence]:
+        """The statements that may say one of `found` (as `merge_cluster(said=...)` takes them)."""
+        out: dict[int, _Sentence] = {}
+        for sentence in found:
+            for bucket in self._buckets(sentence, redundancy, meaning):
+                out.update((id(other), other) for other in bucket[-self.per_key:])
+        return list(out.values())
+
+    def _buckets(self, sentence: _Sentence, redundancy: float, meaning: Meaning) -> list[list[_Sentence]]:
+        """Where every statement that can say `sentence` is. One that does has all of its values (a paraphrase:
+        the same ones), so the rarest value's bucket holds it; without values it shares at least
+        ceil(redundancy × |words|) of its words, so it is in one of the |words| − that + 1 rarest words' buckets,
+        or for a paraphrase (one word in common is enough) in any of them."""
+        speaker, words = sentence.speaker, sentence.words
+        if sentence.values:
+            return [min((self._by_value.get((speaker, v), []) for v in sentence.values), key=len)]
+        buckets = sorted((self._by_word.get((speaker, w), []) for w in words), key=len)
+        if sentence.text in meaning.vectors:
+            return buckets
+        return buckets[:len(words) - math.ceil(redundancy * len(words) - 1e-9) + 1]
 
 
 def condensed(member: Member, *, limit: int, common_names: frozenset[str] = frozenset(),
@@ -391,6 +484,11 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
         return None
     anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
     return text if anchored or len(member.text) - len(text) >= min_saving else None
+
+
+def condensed_enough(text: str) -> bool:
+    """A text of one episode's statements worth a memory: balanced, and saying more than a remark's opener."""
+    return _balanced(text) and _written_substance(text) > MIN_SUBSTANCE
 
 
 _BRACKETS = (("(", ")"), ("[", "]"))

@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.db import transaction
 
+from consolidation.jobs import clustering as clustering_job
 from consolidation.jobs.clustering import _write_merges, clustering_plan, clustering_run_now
 from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry
@@ -28,6 +30,24 @@ def cluster_members(tenant):
     for link in MemorySource.objects.filter(memory__tenant=tenant):
         result.setdefault(link.memory_id, set()).add(link.source_memory_id)
     return result
+
+
+HIKE = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal."]
+
+
+def two_sessions_at_cosine_045(tenant, three_days_ago):
+    """The two HIKE episodes in one session and a third in another, at cosine 0.45 to each other: below the first
+    level's floor (0.55), above the session floor (0.3); the third as near to the first, but said in another
+    session. Returns (the two ids, the third's id)."""
+    same = ingest(tenant, HIKE, entities=(), session="s1", created_at=three_days_ago)
+    other = ingest(tenant, "Our quarterly planning moved to the big meeting room.", entities=(), session="s2",
+                   created_at=three_days_ago)[0]
+    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
+    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
+    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
+    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
+        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    return same, other
 
 
 def assert_nothing_lost_or_duplicated(tenant):
@@ -203,7 +223,8 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant, th
         ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
                            entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
     env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
-           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99"}  # entities only
+           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99",
+               "ZEROMEMORY_CLUSTER_FOLD_FLOOR": "0"}  # entities only
     command = [sys.executable, "manage.py", "consolidate", "--tenant", tenant.name, "--user", "u1", "--force"]
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for _ in range(2)]
@@ -284,23 +305,11 @@ def test_a_lone_episode_wrapped_in_small_talk_becomes_a_semantic_memory_of_its_s
 @pytest.mark.django_db(transaction=True)
 def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_the_looser_floor(tenant,
                                                                                               three_days_ago):
-    import numpy as np
-
-    texts = ["We hiked the ridge trail above the lake for six hours.", "The view from the summit was unreal.",
-             "Our quarterly planning moved to the big meeting room."]
-    same = ingest(tenant, texts[:2], entities=(), session="s1", created_at=three_days_ago)
-    other = ingest(tenant, texts[2], entities=(), session="s2", created_at=three_days_ago)[0]
-    ingest(tenant, "Lunch was great.", entities=(), session="s3", created_at=three_days_ago + HOUR)
-    # At cosine 0.45 to each other: below the first level's floor (0.55), above the session floor (0.3); the
-    # third as near to the first, but said in another session.
-    first, second, third = np.zeros(384), np.zeros(384), np.zeros(384)
-    first[0], second[0], second[1], third[0], third[2] = 1.0, 0.45, np.sqrt(1 - 0.45 ** 2), 0.45, np.sqrt(1 - 0.45 ** 2)
-    for memory_id, vector in zip([*same, other], [first, second, third], strict=True):
-        Memory.objects.filter(id=memory_id).update(embedding=vector.tolist())
+    same, other = two_sessions_at_cosine_045(tenant, three_days_ago)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
     assert cluster_members(tenant)[semantic.id] == set(same)  # the same cosine in another session is no link
-    assert texts[0] in semantic.content and texts[1] in semantic.content
+    assert HIKE[0] in semantic.content and HIKE[1] in semantic.content
     assert Memory.objects.get(id=other).state == "raw"
     assert_nothing_lost_or_duplicated(tenant)
 
@@ -309,6 +318,7 @@ def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_t
 def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_writes_the_rest(tenant, settings,
                                                                                           three_days_ago):
     settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK = 2
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # three merges, not one folded text
     for topic in range(3):
         ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
                            entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
@@ -328,3 +338,45 @@ def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_write
     assert list(Memory.objects.filter(id__in=left_out).order_by("state").values_list("state", flat=True)) == \
         ["archived", "raw", "raw"]
     assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_piece(tenant, settings,
+                                                                                      three_days_ago):
+    settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR = 0  # the second level off: only the third can fold them
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0.3
+    same, other = two_sessions_at_cosine_045(tenant, three_days_ago)
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 80  # the two (91 characters) do not fit one text: nothing folds
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    assert not Memory.objects.filter(tenant=tenant, memory_type="semantic").exists()
+    settings.ZEROMEMORY_MERGED_MAX_CHARS = 350
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert cluster_members(tenant)[semantic.id] == set(same)  # another session's episode is never folded in
+    assert semantic.content == f"{HIKE[0]} {HIKE[1]}"
+    assert Memory.objects.get(id=other).state == "raw"
+    assert_nothing_lost_or_duplicated(tenant)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_folds(tenant, settings, monkeypatch,
+                                                                                   three_days_ago):
+    monkeypatch.setattr(clustering_job, "FOLD_WINDOW", 8)
+    monkeypatch.setattr(clustering_job, "FOLD_MISSES", 2)
+    settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR = 0.99  # one topic for all: every pair is a fold candidate
+    ids = ingest(tenant, [f"Build {i} of the search indexer passed its {i * 7} checks." for i in range(60)],
+                 entities=(), session="s1", created_at=three_days_ago)
+    Memory.objects.filter(id__in=ids).update(embedding=[1.0] + [0.0] * 383)
+    windows: list[list[int]] = []  # per window: its units, and each fold it tried
+    fold_window, folded = clustering_job._fold_window, clustering_job._folded
+    monkeypatch.setattr(clustering_job, "_fold_window",
+                        lambda units, *rest: windows.append([len(units)]) or fold_window(units, *rest))
+    monkeypatch.setattr(clustering_job, "_folded",
+                        lambda *args: windows[-1].append(1) or folded(*args))
+    plan = clustering_plan(tenant=Tenant.objects.get(id=tenant.id), user_id="u1", now=three_days_ago + 3 * DAY,
+                           force=True)
+    assert len(windows) >= 2 and all(units <= 8 for units, *_ in windows)
+    assert all(len(tried) <= units - 1 + 2 for units, *tried in windows)
+    assert all(len(merge.text) <= settings.ZEROMEMORY_MERGED_MAX_CHARS for merge in plan.merges)
+    cited = [i for merge in plan.merges for i in merge.members]
+    assert len(cited) == len(set(cited))

@@ -11,6 +11,7 @@ from django.conf import settings
 
 from consolidation.domain.merging import (
     Member,
+    Said,
     anchor_dates,
     concrete_values,
     condensed,
@@ -18,10 +19,13 @@ from consolidation.domain.merging import (
     is_chatter,
     is_low_signal,
     is_uninformative,
+    joined_length,
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
+    plain_openers,
     sentences,
+    statements,
     topic_groups,
     topic_similarity,
 )
@@ -254,3 +258,46 @@ def test_a_merged_text_says_more_than_the_opener_of_a_remark():
     members = [Member("Maria: It's inspiring to be around people like that. Thanks!", MAY_8),
                Member("Maria: Wow, so cool!", MAY_8)]
     assert merge_cluster(members, limit=400) == []
+
+
+def test_what_another_memory_already_says_is_not_written_again_and_a_denial_is_never_said_by_a_claim():
+    said = statements([Member("Mel: I love painting sunsets at the beach.", date(2023, 5, 8))])
+    members = [Member("Mel: I love painting. We went camping in the Rockies.", date(2023, 5, 8)),
+               Member("Mel: I don't love painting sunsets.", date(2023, 5, 8))]
+    [chunk] = merge_cluster(members, limit=350, said=said)
+    assert chunk.text == "Mel: We went camping in the Rockies. I don't love painting sunsets."
+    assert chunk.members == [0, 1]  # still cites both
+
+
+def test_said_finds_every_statement_that_can_say_a_sentence_without_the_rest_of_the_store():
+    store = [Member(f"Mel: I painted the old boathouse by the lake with my kids on day {i}.", MAY_8)
+             for i in range(200)]
+    store += [Member("Mel: I love painting sunsets at the beach.", MAY_8),
+              Member("Mel: We went camping in the Rockies. It rained.", MAY_8),
+              Member("Jon: I love painting sunsets at the beach.", MAY_8)]
+    said = Said()
+    said.add(statements(store))
+    members = [Member("Mel: I love painting sunsets. We went camping in the Rockies.", MAY_8),
+               Member("Mel: I don't love painting sunsets.", MAY_8)]
+    near = said.near(statements(members), redundancy=0.6)
+    assert {s.text for s in near} == {"I love painting sunsets at the beach.", "We went camping in the Rockies."}
+    assert merge_cluster(members, limit=350, said=near, redundancy=0.6) == \
+        merge_cluster(members, limit=350, said=statements(store), redundancy=0.6)
+
+
+def test_two_texts_of_one_speaker_written_as_one_say_the_speaker_once():
+    first, second = "Mel: I painted the old boathouse by the lake", "Mel: We went camping in the Rockies."
+    [chunk] = merge_cluster([Member(first, MAY_8), Member(second, MAY_8)], limit=400)
+    assert chunk.text == "Mel: I painted the old boathouse by the lake. We went camping in the Rockies."
+    assert joined_length(first, second) == len(chunk.text)
+    assert joined_length(first, "Jon: We went camping.") == len(f"{first}. Jon: We went camping.")
+
+
+def test_an_opener_the_store_also_writes_in_lower_case_is_no_name_worth_keeping_small_talk_for():
+    store = ["Mel: Gorgeous! The lake was gorgeous at dawn.", "Mel: LeBron is incredible. I saw LeBron play.",
+             "Jon: Max! My dog Max loves the lake.", "Jon: Appreciate it. I appreciate the help with the move."]
+    openers = plain_openers(store)
+    assert {"gorgeous", "appreciate"} <= openers and not {"lebron", "max", "i"} & openers
+    assert is_low_signal("Gorgeous!", openers) and is_low_signal("Appreciate it.", openers)
+    assert not is_low_signal("LeBron is incredible.", openers) and not is_low_signal("Max!", openers)
+    assert not is_low_signal("Gorgeous!")  # without the store, a capitalised opener may be a name

@@ -148,6 +148,7 @@ def test_reverting_the_run_takes_the_digests_back_and_gives_every_event_back(ten
 @pytest.mark.parametrize(("minimum", "digests"), [(6, 0), (5, 1)])
 def test_a_window_gets_its_first_digest_once_it_has_the_minimum_of_events(tenant, now, settings, minimum, digests):
     settings.ZEROMEMORY_WINDOW_DIGEST_MIN = minimum
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # the five events stay five memories (the third level would fold them)
     ingest(tenant, ["search p99 latency 120 ms", "heartbeat ok from worker-2 (auth), seq 4411",
                     "inventory deployed v2.14.3 on 4 pods", "payments error rate 0.2 % over 5 min",
                     "restarted auth-09c1 after liveness probe failures"], window="quiet", session="q",
@@ -171,6 +172,7 @@ def test_a_window_tag_names_the_window_only_when_the_field_is_empty(tenant, sett
 
 def test_the_headline_generalises_from_the_tags_but_never_the_tenants_window_tag(tenant, settings, now):
     settings.ZEROMEMORY_WINDOW_DIGEST_MIN = 3
+    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # three memories to digest, not one folded text
     tenant.overrides = {"window_tag_prefix": "incident/"}
     tenant.save()
     lines = ["db-primary replication lag 40 s", "checkout-api error rate 12 % over 5 min",
