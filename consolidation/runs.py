@@ -252,6 +252,7 @@ def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
         claimed = run_start(run_id=run.id, worker=worker)
         if claimed is not None:
             return RunOutcome(execute(claimed, worker), False)
+        logger.info("%s run %s of user %s is under way (trigger %s): joining it", kind, run.id, user_id, run.trigger)
         joined = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
         if force and not joined.force and joined.status not in ACTIVE_STATUSES and time.monotonic() < deadline:
             continue  # it ran unforced: the forced run that follows it is ours to run or to join
