@@ -240,13 +240,17 @@ def condensed_passages_of(scope: ReflectionScope, *, window: str | None, limit: 
     return [PassageRow(*values) for values in rows.values_list("id", "content", "content_hash", "embedding")[:limit]]
 
 
-def has_near_twin(*, tenant_id: int, user_id: str, vector: np.ndarray, threshold: float,
-                  excluding: Sequence[uuid.UUID]) -> bool:
-    """Whether an active memory of the user (other than `excluding`) is at least `threshold` similar (cosine) to
-    `vector`."""
-    return bool(_nearest(where="m.tenant_id = %s AND m.user_id = %s AND m.state = 'raw'",
-                         params=[tenant_id, user_id], vector=vector, threshold=threshold, excluding=excluding,
-                         limit=1))
+def cited_episodes(memory_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[tuple[uuid.UUID, str]]]:
+    """Memory id → (id, text) of the episodes it cites directly that still exist (one query)."""
+    cited: dict[uuid.UUID, list[tuple[uuid.UUID, str]]] = {m: [] for m in memory_ids}
+    if not memory_ids:
+        return cited
+    links = (MemorySource.objects.filter(memory_id__in=list(memory_ids), source__isnull=False)
+             .exclude(source__memory_type=MemoryType.SEMANTIC)
+             .values_list("memory_id", "source_id", "source__content"))
+    for memory_id, source_id, content in links:
+        cited[memory_id].append((source_id, content))
+    return cited
 
 
 def memories_near(scope: ReflectionScope, *, vector: Sequence[float], threshold: float, excluding: Sequence[uuid.UUID],

@@ -19,7 +19,7 @@ import calendar
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
@@ -561,31 +561,36 @@ def fold_into(texts: Sequence[str], similarity: np.ndarray, targets: Sequence[st
     homes: list[int] = []
     for index, text in enumerate(texts):
         open_ = [i for i in range(len(targets) + index) if grown[i]]
-        fitting = [i for i in open_ if similarity[index][i] >= threshold and len(_appended(grown[i], text)) <= limit]
+        fitting = [i for i in open_ if similarity[index][i] >= threshold and len(appended(grown[i], text)) <= limit]
         home = max(fitting, key=lambda i: (similarity[index][i], -i), default=len(targets) + index)
-        grown[home] = _appended(grown[home], text) if grown[home] else text
+        grown[home] = appended(grown[home], text) if grown[home] else text
         homes.append(home)
     return homes, grown
 
 
-def share_thin(homes: list[int], grown: list[str], *, opened_from: int, limit: int, mixable: set[int]
-               ) -> tuple[list[int], list[str]]:
-    """A newly opened passage (index `opened_from` and up) still under half the limit moves into another opened
-    one that has room, whatever their topic, when the same speaker says both and both are `mixable`: a passage per
-    stray statement would fill the store with fragments. (The caller keeps a statement search could confuse with
-    a near twin elsewhere out of `mixable`: inside a mixed passage it would lose to the twin.)"""
+def pack_passages(texts: Sequence[str], *, limit: int, settled: int = 0, apart: Collection[int] = (),
+                  refused: Collection[tuple[int, int]] = ()) -> dict[int, int]:
+    """Passages that fit whole into another one, whatever their topic: index → the index it joins (`texts`: ""
+    for no passage). The shortest goes first, into the fullest that still has room for it — or, once one of its
+    packings was `refused` (a pair of indexes never tried again), into the emptiest, where it is diluted least. A
+    passage that took one stays where it is, those before `settled` only take, and one in `apart` neither moves
+    nor takes. Quadratic in the passages of one call and its scope's earlier ones, never over a user's memories."""
+    grown = list(texts)
     moved: dict[int, int] = {}
-    for thin in sorted(i for i in mixable if i >= opened_from and grown[i] and len(grown[i]) < limit // 2):
-        speaker = split_speaker(grown[thin])[0]
-        home = next((i for i in sorted(mixable) if opened_from <= i < thin and i not in moved and grown[i]
-                     and split_speaker(grown[i])[0] == speaker
-                     and len(_appended(grown[i], grown[thin])) <= limit), None)
-        if home is not None:
-            grown[home], grown[thin], moved[thin] = _appended(grown[home], grown[thin]), "", home
-    return [moved.get(home, home) for home in homes], grown
+    retried = {small for small, _ in refused}
+    movable = (i for i, t in enumerate(grown) if t and i >= settled and i not in apart)
+    for small in sorted(movable, key=lambda i: (len(grown[i]), i)):
+        if small in moved.values():
+            continue
+        homes = [i for i, t in enumerate(grown) if t and i != small and i not in apart and i not in moved
+                 and (small, i) not in refused and len(appended(t, grown[small])) <= limit]
+        if homes:
+            home = max(homes, key=lambda i: (-len(grown[i]) if small in retried else len(grown[i]), -i))
+            grown[home], grown[small], moved[small] = appended(grown[home], grown[small]), "", home
+    return moved
 
 
-def _appended(target: str, text: str) -> str:
+def appended(target: str, text: str) -> str:
     """`target` followed by the sentences of `text` it does not already say (a sentence whose every content word
     one of its sentences has), without repeating the speaker label the target opens with; `target` unchanged when
     it says them all: the text's episode is then only cited."""

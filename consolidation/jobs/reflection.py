@@ -16,7 +16,7 @@ of a reply is validated on its own, and each entity's run then writes its parts 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -48,7 +48,8 @@ from consolidation.domain.insights import (
     supported_by,
 )
 from consolidation.domain.reflection_rules import reflect_extractive
-from consolidation.jobs.passages import Passage, PassagePlan, passage_grow, passages_plan
+from consolidation.jobs.findability import Planned
+from consolidation.jobs.passages import Passage, PassagePlan, foreseen_passages, passage_grow, passages_plan
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
@@ -198,12 +199,20 @@ class Written:
     before: dict[str, Any] | None = None  # an existing insight corroborated: what an undo puts back
 
 
-def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passages: Sequence[Passage]
-                ) -> list[Draft]:
-    """What a call writes, in this order, embedded in one call (outside any transaction)."""
+def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passages: Sequence[Passage],
+                embedded: Mapping[str, Vector | None]) -> list[Draft]:
+    """What a call writes, in this order, embedded in one call (outside any transaction) unless `embedded`
+    already holds the text's vector."""
     wanted: list[Insight | Digest | Passage] = [*insights, *fallback, *passages]
-    vectors = embed_texts([Draft.text_of(what) for what in wanted])
+    vectors = vectors_of([Draft.text_of(what) for what in wanted], embedded)
     return [Draft(what, vector) for what, vector in zip(wanted, vectors, strict=True)]
+
+
+def vectors_of(texts: Sequence[str], embedded: Mapping[str, Vector | None]) -> list[Vector | None]:
+    """The texts' vectors: those `embedded` already holds, the others embedded in one call."""
+    fresh = list(dict.fromkeys(t for t in texts if t not in embedded))
+    vectors = {**embedded, **dict(zip(fresh, embed_texts(fresh), strict=True))}
+    return [vectors[t] for t in texts]
 
 
 @dataclass(frozen=True)
@@ -222,14 +231,15 @@ class Plan:
 
 
 def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, model: str,
-              known: Sequence[str]) -> Plan:
+              known: Sequence[str], neighbours: Sequence[MemoryRow] = (), foreseen: Sequence[Planned] = ()) -> Plan:
     kept = keep_durable(reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
     filed = file_insights(kept, subject=scope.subject, known=known, model_wrote=not llm.is_builtin(model))
     filed = [supported_by(f, memories_near(scope, vector=v, threshold=SUPPORT_SIMILARITY,
                                            excluding=[r.id for r in batch.rows]))
              if v is not None else f for f, v in zip(filed, embed_texts([f.insight.statement for f in filed]),
                                                      strict=True)]
-    passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]))
+    passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), neighbours=neighbours,
+                             foreseen=foreseen)
     return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary)
 
 
@@ -243,13 +253,16 @@ def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
 
 
 def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, batch: Batch, result: CallResult,
-                model: str, known: Sequence[str]) -> list[str]:
-    """Write one successful call; returns the statements kept."""
+                model: str, known: Sequence[str], neighbours: Sequence[MemoryRow] = (),
+                foreseen: Sequence[Planned] = ()) -> list[str]:
+    """Write one successful call; returns the statements kept. `neighbours`: every memory the run read;
+    `foreseen`: what its later calls are expected to write."""
     assert result.reflection is not None
-    plan = call_plan(scope, batch, result.reflection, model=model, known=known)
+    plan = call_plan(scope, batch, result.reflection, model=model, known=known, neighbours=neighbours,
+                     foreseen=foreseen)
     fallback = [] if plan.passages.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
-    drafts = call_drafts(plan.own_insights, fallback, plan.passages.new)
-    growth_vectors = embed_texts([g.text for g in plan.passages.growths])
+    drafts = call_drafts(plan.own_insights, fallback, plan.passages.new, plan.passages.vectors)
+    growth_vectors = vectors_of([g.text for g in plan.passages.growths], plan.passages.vectors)
     now = timezone.now()
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)
@@ -520,6 +533,9 @@ def _own_calls(model: str, scope: ReflectionScope, batches: list[Batch]) -> list
 def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model: str, answered: Answered,
                progress: Progress | None) -> None:
     known = user_entities(tenant_id=scope.tenant_id, user_id=scope.user_id, namespace=scope.namespace)
+    neighbours = [row for batch, _ in answered for row in batch.rows]
+    foreseen = [foreseen_passages(batch.rows) if isinstance(result, CallResult) and result.reflection else []
+                for batch, result in answered]
     for done, (batch, result) in enumerate(answered, 1):
         if isinstance(result, Exception):
             raise result
@@ -528,7 +544,8 @@ def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model
         else:
             try:
                 _write_call(run=run, worker=worker, scope=scope, batch=batch, result=result, model=model,
-                            known=known)
+                            known=known, neighbours=neighbours,
+                            foreseen=[p for later in foreseen[done:] for p in later])
             except TransitionRefused:
                 _record_failed_call(run, worker, scope, CallResult(None, result.usage, result.repairs,
                                                                    "another writer moved these memories first"))

@@ -21,14 +21,12 @@ from django.conf import settings
 from django.db import transaction
 
 from consolidation.corrections.revert import run_revert
-from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, split_speaker, substance
+from consolidation.jobs.findability import SEARCH_DEPTH, canary_query
 from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
 from consolidation.selectors import MemoryRow, provenance
-from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
+from zeromem.core.domain.recall import budget_recall, document_frequency
 from zeromem.core.selectors import MemoryFilter, memories_ranked
-
-SEARCH_DEPTH = 25  # hits fetched per canary; the 2,000-character budget rarely reaches further
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,7 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
     for row in pool:
         if len(sampled) >= sample_size(len(consolidating)):
             break
-        text = informative_text(row.content)
-        phrase = distinctive_phrase(text, frequency) if substance(text) >= MIN_SUBSTANCE else ""
+        phrase = canary_query(row.content, frequency)
         if phrase:
             sampled.append(Probe(phrase, frozenset([row.id]), f"memory {row.id}"))
     return configured + sampled
@@ -77,13 +74,6 @@ def sample_size(consolidated: int) -> int:
     if consolidated < settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED:
         return 0
     return min(settings.ZEROMEMORY_CANARY_SAMPLE, consolidated)
-
-
-def informative_text(content: str) -> str:
-    """The sentences of a memory that say something (greetings, thanks and compliments are not worth guarding:
-    consolidation drops them on purpose, as it drops a text that says too little — `substance`)."""
-    _, body = split_speaker(content)
-    return " ".join(s for s in sentences(body) if not is_low_signal(s))
 
 
 def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> list[float]:

@@ -22,6 +22,7 @@ from consolidation.domain.merging import (
     joined_length,
     meaning_of,
     merge_cluster,
+    pack_passages,
     paraphrase_candidates,
     plain_openers,
     sentences,
@@ -161,6 +162,29 @@ def test_a_passage_that_already_says_it_only_cites_and_none_grows_past_the_limit
     homes, grown = fold_into([ALLERGY_2], no_vectors([ALLERGY, ALLERGY_2])[1:], [ALLERGY], limit=100,
                              threshold=0.2)
     assert homes == [1] and grown == [ALLERGY, ALLERGY_2]  # no room: a passage of its own
+
+
+INCIDENT = "Liam noted the billing-api was migrated after 412 MB due to a missing index; alert raised to 80%."
+
+
+def test_passages_that_fit_whole_pack_into_the_fullest_one_with_room_whatever_their_topic():
+    texts = [ALLERGY, CLIMBING, INCIDENT]  # 74, 73 and 98 characters
+    assert pack_passages(texts, limit=350) == {1: 2, 0: 2}  # the shortest first, into the fullest
+    assert pack_passages(texts, limit=200) == {1: 2}  # then no room is left for the allergy
+
+
+def test_earlier_passages_only_take_and_passages_kept_apart_neither_move_nor_take():
+    texts = [ALLERGY, CLIMBING, INCIDENT]
+    assert pack_passages(texts, limit=350, settled=2) == {2: 0}  # the two earlier ones stay; the new one joins
+    assert pack_passages(texts, limit=350, settled=2, apart={0}) == {2: 1}
+    assert pack_passages(texts, limit=350, apart={2}) == {1: 0}
+    assert pack_passages(["", CLIMBING, ""], limit=350) == {}
+
+
+def test_a_passage_refused_somewhere_tries_the_emptiest_home_next():
+    texts = [ALLERGY, CLIMBING, INCIDENT, ALLERGY_2]
+    assert pack_passages(texts, limit=400)[1] == 2
+    assert pack_passages(texts, limit=400, refused={(1, 2)})[1] == 0  # the allergy is emptier than the sesame
 
 
 def test_members_without_end_punctuation_stay_separate_sentences():

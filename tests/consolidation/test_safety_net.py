@@ -15,7 +15,7 @@ from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
 from tests.factories import REDIS_BILLING, ingest, ingest_entity, memory_input
 from zeromem.core.access import access_flush
-from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency
+from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency, prefix_recall
 from zeromem.models import Memory, MemoryRelation, MemorySource
 
 pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]
@@ -77,6 +77,14 @@ def test_budget_recall_takes_whole_memories_in_rank_order_within_the_budget():
     assert budget_recall(hits, covers, {"x", "z"}) == 1.0
     assert budget_recall(hits, covers, {"y", "z"}) == 0.5
     assert budget_recall([], covers, {"x"}) == 0.0
+
+
+def test_prefix_recall_reads_the_hits_in_rank_order_until_one_does_not_fit():
+    covers = {"a": {"a", "x"}, "big": {"big", "y"}, "c": {"c", "z"}}
+    hits = [("a", 1500), ("big", 900), ("c", 400)]
+    assert prefix_recall(hits, covers, {"x", "z"}) == 0.5  # "c" would fit, but only after skipping "big"
+    assert prefix_recall(hits, covers, {"z"}, budget=2800) == 1.0
+    assert prefix_recall(hits, covers, {"x"}, budget=1000) == 0.0
 
 
 def test_a_canary_phrase_is_the_rarest_run_of_words_and_small_talk_has_none():

@@ -7,11 +7,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import numpy as np
 import pytest
 from django.db import connection
 
-from consolidation.selectors import has_near_twin
 from tests.factories import ingest, ingest_one
 from zeromem.core import selectors
 from zeromem.core.selectors import MemoryFilter, memories_search
@@ -62,14 +60,6 @@ def test_a_small_users_vector_pool_is_exact_and_never_walks_the_tenants_index(te
     search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
     (statement,) = _statements_of(search, "ORDER BY (m.embedding <=>")
     assert "memory_active_hnsw" not in _plan_without_btrees(*statement)
-
-
-def test_the_twin_probe_can_use_the_partial_vector_index(tenant):
-    ingest(tenant, ["The billing-api timed out after a schema change."], session="s1")
-    probe = partial(has_near_twin, tenant_id=tenant.id, user_id="u1", vector=np.ones(384, dtype=np.float32),
-                    threshold=0.85, excluding=[])
-    (statement,) = _statements_of(probe, "ORDER BY m.embedding <=>")
-    assert "memory_active_hnsw" in _plan_without_btrees(*statement)
 
 
 def _toasted(memory_id: Any, column: str) -> bool:

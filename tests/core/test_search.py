@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
+from django.db import connection
 
 from tests.factories import ingest, memory_input
-from zeromem.core.selectors import MemoryFilter, memories_ranked, memories_search
+from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.selectors import (
+    MemoryFilter,
+    Unwritten,
+    memories_ranked,
+    memories_search,
+    pool_ranked,
+    ranking_pool,
+    texts_lexemes,
+)
 from zeromem.models import Memory, TermStat, UserSearchStats
 
 CONVERSATION = [
@@ -32,6 +44,31 @@ def test_the_ranking_measures_read_is_the_searchs_ranking_without_the_newer_firs
         hits = memories_search(scope=scope, query=query, top_k=4, newer_first=False)
         assert memories_ranked(scope=scope, query=query, top_k=4) == [(h.memory.id, len(h.memory.content))
                                                                       for h in hits]
+
+
+def test_a_text_not_written_yet_ranks_where_it_will_once_written_and_a_memory_gone_ranks_nowhere(tenant):
+    ids = ingest(tenant, CONVERSATION, session="s1")
+    scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
+    text = "Melanie: The pottery class moved to Thursdays; my second bowl cracked in the kiln."
+    query = "Melanie pottery class bowl"
+    (lexemes,) = texts_lexemes([text])
+    planned = Unwritten(uuid.uuid4(), len(text), embed_texts([text])[0], lexemes)
+    as_if = pool_ranked(ranking_pool(scope=scope, query=query), top_k=4, gone=[ids[1]], added=[planned])
+
+    (written,) = ingest(tenant, [text], session="s2")
+    Memory.objects.filter(id=ids[1]).update(state="consolidated")
+    after = memories_ranked(scope=scope, query=query, top_k=4)
+    assert [written if i == planned.key else i for i, _ in as_if] == [i for i, _ in after]
+    assert as_if[0][0] == planned.key and ids[1] not in {i for i, _ in after}  # it replaced the old pottery line
+
+
+def test_a_texts_lexemes_are_those_its_search_vector_would_hold(tenant):
+    (memory_id,) = ingest(tenant, ["The billing-api timed out twice, and the billing team rolled it back."])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT t.lexeme, array_length(t.positions, 1) FROM zeromem_memory m, "
+                       "unnest(m.search_vector) t WHERE m.id = %s", [memory_id])
+        stored = dict(cursor.fetchall())
+    assert texts_lexemes([Memory.objects.get(id=memory_id).content, ""]) == [stored, {}]
 
 
 def test_rare_words_outrank_common_ones(tenant):

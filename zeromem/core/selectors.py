@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import hmac
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q, QuerySet, Sum
@@ -219,20 +220,110 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''").replace("%", "%%") + "'"
 
 
-def _ranked(scope: MemoryFilter, query: str, *, top_k: int,
-            fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], list[Ranked]]:
+@dataclass(frozen=True)
+class RankingPool:
+    """What one query is ranked from: its lexemes and vector, the scope's BM25 statistics, and the pooled
+    memories as ranking candidates with their lengths in characters."""
+
+    lexemes: list[str]
+    stats: CorpusStats
+    vector: list[float] | None
+    candidates: list[Candidate]
+    chars: dict[str, int]  # candidate id → characters
+
+
+@dataclass(frozen=True)
+class Unwritten:
+    """A text not written yet, as search would see it: a key (its own id, or that of the memory whose text it
+    would replace), its length in characters, its vector and its lexemes with their counts (`texts_lexemes`)."""
+
+    key: uuid.UUID
+    chars: int
+    vector: Sequence[float] | None
+    lexemes: Mapping[str, int]
+    replaced: Mapping[str, int] | None = None  # the lexemes of the text it replaces (None: a memory of its own)
+
+
+def _pool(scope: MemoryFilter, query: str, fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], RankingPool]:
     """Two statements, no ORM hydration: the query's terms, then the pools with everything ranking needs and
-    the `fields` of each candidate; the candidates' rows by id and the top_k ranked."""
+    the `fields` of each candidate; the candidates' rows by id, and the pool."""
     terms = query_terms(scope, query)
     vector = embed_query(query)
     rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL, fields)}
-    role = list(fields).index(Memory._meta.get_field("role"))
+    role, content = (list(fields).index(Memory._meta.get_field(name)) for name in ("role", "content"))
     assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
     candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
                             term_freqs={term: int(n) for term, n in row[-1] or []},
                             weight=assistant if row[role] == "assistant" else 1.0) for id_, row in rows.items()]
-    return rows, fuse(candidates, terms.stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
-                      length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+    return rows, RankingPool(list(terms.lexemes), terms.stats, vector, candidates,
+                             {id_: len(row[content]) for id_, row in rows.items()})
+
+
+def _ranked(scope: MemoryFilter, query: str, *, top_k: int,
+            fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], list[Ranked]]:
+    rows, pool = _pool(scope, query, fields)
+    return rows, _fuse(pool.candidates, pool.stats, top_k=top_k)
+
+
+def _fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, top_k: int) -> list[Ranked]:
+    return fuse(candidates, stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
+                length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+
+
+def ranking_pool(*, scope: MemoryFilter, query: str) -> RankingPool:
+    """The candidates a search for `query` ranks (two statements), to be ranked by `pool_ranked`."""
+    return _pool(scope, query, _RANK_FIELDS)[1]
+
+
+def pool_ranked(pool: RankingPool, *, top_k: int, gone: Collection[uuid.UUID] = (),
+                added: Sequence[Unwritten] = ()) -> list[tuple[uuid.UUID, int]]:
+    """(id, characters) of the top_k as `memories_ranked` ranks the pool's query — or as it would rank it with
+    the memories `gone` out of search and the `added` texts in it (an added key replaces the memory of that id),
+    the BM25 statistics counting them. An added text outside the pools is ranked anyway."""
+    replaced = {str(i) for i in gone} | {str(u.key) for u in added}
+    candidates = [c for c in pool.candidates if c.id not in replaced]
+    candidates += [Candidate(id=str(u.key), cosine=_cosine(pool.vector, u.vector), length=len(u.lexemes),
+                             term_freqs={term: u.lexemes[term] for term in pool.lexemes if term in u.lexemes})
+                   for u in added]
+    chars = {**pool.chars, **{str(u.key): u.chars for u in added}}
+    return [(uuid.UUID(r.id), chars[r.id]) for r in _fuse(candidates, _stats_with(pool, added), top_k=top_k)]
+
+
+def _stats_with(pool: RankingPool, added: Sequence[Unwritten]) -> CorpusStats:
+    """The BM25 statistics once the `added` texts are counted in as ingestion counts them (a memory leaving
+    search stays counted, as it does in the store)."""
+    if not added:
+        return pool.stats
+    docs, total = pool.stats.doc_count, pool.stats.avg_length * pool.stats.doc_count
+    doc_freqs = dict(pool.stats.doc_freqs)
+    for text, sign in [(u.lexemes, 1) for u in added] + [(u.replaced, -1) for u in added if u.replaced is not None]:
+        docs, total = docs + sign, total + sign * len(text)
+        for term in pool.lexemes:
+            if term in text:
+                doc_freqs[term] = doc_freqs.get(term, 0) + sign
+    return CorpusStats(doc_count=docs, avg_length=total / docs if docs else 1.0, doc_freqs=doc_freqs)
+
+
+def _cosine(a: Sequence[float] | None, b: Sequence[float] | None) -> float | None:
+    if a is None or b is None:
+        return None
+    x, y = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    return float(x @ y / max(float(np.linalg.norm(x) * np.linalg.norm(y)), 1e-9))
+
+
+def texts_lexemes(texts: Sequence[str]) -> list[dict[str, int]]:
+    """Each text's lexemes with their counts, as the memories' search vector would hold them (one statement)."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT x.ord, t.lexeme, coalesce(array_length(t.positions, 1), 1)
+                            FROM unnest(%s::text[]) WITH ORDINALITY AS x(body, ord),
+                                 unnest(to_tsvector(%s::regconfig, coalesce(x.body, ''))) AS t""",
+                       [list(texts), settings.ZEROMEMORY_SEARCH_CONFIG])
+        found: list[dict[str, int]] = [{} for _ in texts]
+        for ordinal, lexeme, count in cursor.fetchall():
+            found[ordinal - 1][lexeme] = int(count)
+    return found
 
 
 def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10, min_score: float | None = None,
@@ -252,8 +343,7 @@ def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int) -> list[tupl
     """(id, characters) of the top_k hits in the order `memories_search` ranks them without the newer-first
     reordering: what a budget-recall measure needs (the retrieval safety net), read without building a Memory
     per hit — that hydration cost a small user's run more than the searches."""
-    rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RANK_FIELDS)
-    return [(rows[r.id][0], len(rows[r.id][2])) for r in ranked]
+    return pool_ranked(ranking_pool(scope=scope, query=query), top_k=top_k)
 
 
 def _memory(row: tuple[Any, ...]) -> Memory:

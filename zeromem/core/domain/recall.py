@@ -64,6 +64,23 @@ def budget_recall(hits: Sequence[tuple[Key, int]], covers: Mapping[Key, Iterable
     return len(wanted & covered) / len(wanted)
 
 
+def prefix_recall(hits: Sequence[tuple[Key, int]], covers: Mapping[Key, Iterable[Hashable]],
+                  expected: Iterable[Hashable], budget: int = BUDGET_CHARS) -> float:
+    """As `budget_recall`, but reading the hits strictly in rank order until one does not fit (none skipped): a
+    hit it finds stays found when other hits come before it within what is left of the budget."""
+    wanted = set(expected)
+    if not wanted:
+        return 0.0
+    covered: set[Hashable] = set()
+    used = 0
+    for key, length in hits:
+        used += length
+        if used > budget:
+            break
+        covered.update(covers.get(key, ()))
+    return len(wanted & covered) / len(wanted)
+
+
 def document_frequency(texts: Iterable[str]) -> Counter[str]:
     return Counter(word for text in texts for word in set(content_words(text)))
 
