@@ -72,10 +72,10 @@ class Findability:
         `mixed` must be reached with MIXED_SLACK characters of the budget to spare."""
         if not queries:
             return set()
-        lexemes = iter(texts_lexemes([*(p.text for p in planned), *(p.replaces for p in planned if p.replaces)]))
-        texts = [next(lexemes) for _ in planned]
-        added = [Unwritten(p.key, len(p.text), p.vector, words, next(lexemes) if p.replaces else None)
-                 for p, words in zip(planned, texts, strict=True)]
+        lexemes = texts_lexemes([*(p.text for p in planned), *(p.replaces for p in planned if p.replaces)])
+        replaced = iter(lexemes[len(planned):])  # the replaced texts' lexemes, in the order of `planned`
+        added = [Unwritten(p.key, len(p.text), p.vector, own, next(replaced) if p.replaces else None)
+                 for p, own in zip(planned, lexemes, strict=False)]
         with transaction.atomic():  # one snapshot for every search
             for query in set(queries.values()) - set(self.pools):
                 self.pools[query] = ranking_pool(scope=self.scope, query=query)
