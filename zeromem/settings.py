@@ -228,6 +228,9 @@ ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = env_float("ZEROMEMORY_SEARCH_ASSISTANT_WEIG
 # The Celery worker lowers its own CPU priority by this much (os.nice) at start: consolidation yields the CPU to the
 # web tier's searches on a shared machine. 0 = same priority.
 ZEROMEMORY_WORKER_NICE = env_int("ZEROMEMORY_WORKER_NICE", 10, minimum=0, maximum=19)
+# ... and runs under Linux's SCHED_IDLE policy (its database sessions too, where it may renice them): a search
+# takes a CPU the worker holds at once. Off: nice alone.
+ZEROMEMORY_WORKER_SCHED_IDLE = env_bool("ZEROMEMORY_WORKER_SCHED_IDLE", True)
 
 # --- Celery ----------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL

@@ -65,6 +65,9 @@ def test_beat_starts_with_the_database_scheduler(tmp_path):
 def test_the_worker_runs_below_the_web_tiers_cpu_priority(worker):
     own = os.getpriority(os.PRIO_PROCESS, 0)
     assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(own + 10, 19)
+    # SCHED_IDLE: a waking search takes the CPU it holds (zeromem.celery.idle_cpu_policy)
+    assert os.sched_getscheduler(worker.pid) == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
 
@@ -82,7 +85,9 @@ def test_a_worker_session_runs_at_the_workers_priority_and_the_web_session_does_
         worker_session.connect()
         _database_session_at_worker_priority(worker_session)
         assert psutil.Process(_backend_pid(worker_session)).nice() == max(base, 7)
+        assert os.sched_getscheduler(_backend_pid(worker_session)) == os.SCHED_IDLE
         assert web_backend.nice() == base
+        assert os.sched_getscheduler(web_backend.pid) == os.SCHED_OTHER
     finally:
         worker_session.close()
 

@@ -158,7 +158,7 @@ class MiniLMEmbedder:
         self._mismatch: ReferenceMismatch | None = None
         self._lock = threading.Lock()
 
-    def _loaded(self) -> _MiniLM:
+    def loaded(self) -> _MiniLM:
         with self._lock:
             if self._mismatch is not None:
                 raise self._mismatch  # the same libraries on the same CPU: loading again changes nothing
@@ -171,7 +171,7 @@ class MiniLMEmbedder:
             return self._model
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._model or self._loaded()
+        model = self._model or self.loaded()
         if len(texts) < 2 or self.workers < 2:
             vectors = [model.embed(text) for text in texts]
         else:
@@ -241,6 +241,18 @@ def get_embedder() -> Embedder:
     """The configured embedder, created once per process (the ONNX session loads on first use)."""
     return embedder_for(settings.ZEROMEMORY_EMBEDDING_MODEL, settings.ZEROMEMORY_EMBEDDING_DIM,
                         settings.ZEROMEMORY_EMBEDDING_WORKERS, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
+
+
+def embedder_preload() -> None:
+    """Load a model that runs in this process now instead of on the first text (the web process loads at start what
+    requests use: zeromem/wsgi.py). A remote model is not called; a model that fails to load is logged, and
+    texts are then stored without vectors, as when it fails later."""
+    embedder = get_embedder()
+    if isinstance(embedder, MiniLMEmbedder):
+        try:
+            embedder.loaded()
+        except Exception:
+            logger.exception("the embedding model did not load")
 
 
 def embed_texts(texts: Sequence[str]) -> list[Vector | None]:
