@@ -181,29 +181,33 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
                  fields: Sequence[Any]) -> list[tuple[Any, ...]]:
     """One statement: the lexical pool (an OR full-text query; ts_rank only picks it), the vector pool (HNSW,
     settings per connection: zeromem.settings) and, for each memory in either, its `fields` (the id first),
-    whether it has a vector, its cosine to the query, its length and the query lexemes' counts in it. The
-    tsquery and the vector go in as literals and each pool is materialised: with parameters, PostgreSQL plans the
-    pools generically and far slower for big users."""
-    where, params = _scope_sql(scope)
+    whether it has a vector, its cosine to the query, its length and the query lexemes' counts in it. Each pool
+    is materialised. Django's psycopg cursor binds parameters on the client, so the server plans the tsquery and
+    the vector as the literals they arrive as (planned as server-side parameters, the pools were planned
+    generically and far slower for big users); as parameters rather than spliced into the text, the statement
+    stays short and psycopg reuses its parse of it (a statement with a vector spliced in, ~16 KB, was re-parsed
+    at every search)."""
+    where, scope_params = _scope_sql(scope)
     pooled, every = _or_tsquery(terms.pooled(pool)), _or_tsquery(terms.lexemes)
-    literal = _literal(str(vector)) if vector is not None else None
-    pools = []
+    literal = _vector_text(vector) if vector is not None else None
+    pools, params = [], []
     if pooled:
-        tsquery = f"{_literal(pooled)}::tsquery"
-        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.search_vector @@ {tsquery}
-                          ORDER BY ts_rank(m.search_vector, {tsquery}) DESC LIMIT {int(pool)})""")
+        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.search_vector @@ %s::tsquery
+                          ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC LIMIT {int(pool)})""")
+        params += [*scope_params, pooled, pooled]
     if literal:
         # A scope of a few thousand memories is compared exactly (its rows through the btree on the scope, then
         # sorted): "+ 0" keeps the planner off the HNSW index, whose filtered scan would walk the graph through
         # the rest of the tenant looking for a pool's worth of this small user's rows.
         exact = " + 0" if terms.stats.doc_count <= EXACT_VECTOR_POOL else ""
         pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.embedding IS NOT NULL
-                          ORDER BY (m.embedding <=> {literal}::vector){exact} LIMIT {int(pool) // 2})""")
+                          ORDER BY (m.embedding <=> %s::vector){exact} LIMIT {int(pool) // 2})""")
+        params += [*scope_params, literal]
     if not pools:
         return []
     columns = ", ".join(f"m.{f.column}" for f in fields)
-    cosine = f"1 - (m.embedding <=> {literal}::vector)" if literal else "NULL"
-    counts = (f"""CASE WHEN m.search_vector @@ {_literal(every)}::tsquery THEN
+    cosine = "1 - (m.embedding <=> %s::vector)" if literal else "NULL"
+    counts = ("""CASE WHEN m.search_vector @@ %s::tsquery THEN
                     (SELECT array_agg(ARRAY[t.lexeme, coalesce(array_length(t.positions, 1), 1)::text])
                        FROM unnest(m.search_vector) t WHERE t.lexeme = ANY(%s)) END""" if every else "NULL")
     with connection.cursor() as cursor:
@@ -211,13 +215,13 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
             f"""WITH pooled AS MATERIALIZED ({" UNION ".join(pools)})
                 SELECT {columns}, m.embedding IS NOT NULL, {cosine}, length(m.search_vector), {counts}
                   FROM zeromem_memory m WHERE m.id IN (SELECT id FROM pooled)""",
-            [*(params * len(pools)), *([list(terms.lexemes)] if every else [])])
+            [*params, *([literal] if literal else []), *([every, list(terms.lexemes)] if every else [])])
         return cursor.fetchall()
 
 
-def _literal(text: str) -> str:
-    """A quoted SQL string literal inside a statement that also takes parameters (so % is doubled)."""
-    return "'" + text.replace("'", "''").replace("%", "%%") + "'"
+def _vector_text(vector: Sequence[float]) -> str:
+    """pgvector's text form; 9 significant digits give back the very float4 PostgreSQL stores."""
+    return "[" + ",".join(f"{x:.9g}" for x in vector) + "]"
 
 
 @dataclass(frozen=True)
