@@ -42,7 +42,7 @@ from consolidation.selectors import (
     condensed_passages_of,
     memory_vectors,
 )
-from zeromem.core.adapters.embeddings import Vector, embed_texts
+from zeromem.core.adapters.embeddings import Vector, embed_texts_reusing
 from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.recall import document_frequency
 from zeromem.core.domain.transitions import TransitionRefused
@@ -240,8 +240,8 @@ class _Probe:
         changed = [h for h in cites if h < len(self.targets)]
         self._read_earlier(changed)
         texts = placement.texts
-        fresh = list(dict.fromkeys(texts[h] for h in cites if texts[h] not in self.vectors))
-        self.vectors.update(zip(fresh, embed_texts(fresh), strict=True))
+        wanted = [texts[h] for h in cites]
+        self.vectors.update(zip(wanted, embed_texts_reusing(wanted, self.vectors), strict=True))
         planned = [Planned(self.targets[h].id, texts[h], self.vectors[texts[h]], frozenset(ids),
                            replaces=self.targets[h].content) if h < len(self.targets) else
                    Planned(uuid.uuid4(), texts[h], self.vectors[texts[h]], frozenset(ids)) for h, ids in cites.items()]

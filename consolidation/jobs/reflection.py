@@ -65,7 +65,7 @@ from consolidation.selectors import (
 )
 from profiles.services import ProfileItem, profile_merge
 from zeromem.core.adapters import llm
-from zeromem.core.adapters.embeddings import Vector, embed_texts
+from zeromem.core.adapters.embeddings import Vector, embed_texts, embed_texts_reusing
 from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import stems
 from zeromem.core.domain.transitions import TransitionRefused
@@ -204,15 +204,8 @@ def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passage
     """What a call writes, in this order, embedded in one call (outside any transaction) unless `embedded`
     already holds the text's vector."""
     wanted: list[Insight | Digest | Passage] = [*insights, *fallback, *passages]
-    vectors = vectors_of([Draft.text_of(what) for what in wanted], embedded)
+    vectors = embed_texts_reusing([Draft.text_of(what) for what in wanted], embedded)
     return [Draft(what, vector) for what, vector in zip(wanted, vectors, strict=True)]
-
-
-def vectors_of(texts: Sequence[str], embedded: Mapping[str, Vector | None]) -> list[Vector | None]:
-    """The texts' vectors: those `embedded` already holds, the others embedded in one call."""
-    fresh = list(dict.fromkeys(t for t in texts if t not in embedded))
-    vectors = {**embedded, **dict(zip(fresh, embed_texts(fresh), strict=True))}
-    return [vectors[t] for t in texts]
 
 
 @dataclass(frozen=True)
@@ -262,7 +255,7 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
                      foreseen=foreseen)
     fallback = [] if plan.passages.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
     drafts = call_drafts(plan.own_insights, fallback, plan.passages.new, plan.passages.vectors)
-    growth_vectors = vectors_of([g.text for g in plan.passages.growths], plan.passages.vectors)
+    growth_vectors = embed_texts_reusing([g.text for g in plan.passages.growths], plan.passages.vectors)
     now = timezone.now()
     with transaction.atomic():
         run_fence(run_id=run.id, worker=worker)

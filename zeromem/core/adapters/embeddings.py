@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -270,6 +270,13 @@ def embed_texts(texts: Sequence[str]) -> list[Vector | None]:
         if np.isfinite(vector).all() and np.any(vector):
             result[i] = vector.tolist()
     return result
+
+
+def embed_texts_reusing(texts: Sequence[str], embedded: Mapping[str, Vector | None]) -> list[Vector | None]:
+    """The texts' vectors: those `embedded` already holds, the others embedded in one call (each text once)."""
+    fresh = list(dict.fromkeys(t for t in texts if t not in embedded))
+    vectors = {**embedded, **dict(zip(fresh, embed_texts(fresh), strict=True))}
+    return [vectors[t] for t in texts]
 
 
 @dataclass(frozen=True)
