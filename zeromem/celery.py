@@ -51,18 +51,16 @@ def _yield_cpu_to_the_web_tier(**kwargs: Any) -> None:
         connection_created.connect(_database_session_at_worker_priority, weak=False)
 
 
-def idle_cpu_policy(pid: int) -> bool:
+def idle_cpu_policy(pid: int) -> None:
     """Linux's SCHED_IDLE for a process (0: this one; threads and forked pool processes inherit it): the kernel
     places a waking search on a CPU that runs only such processes as on an idle one, and within a session it is
     preempted at once. With nice alone, a search woken while the worker held a CPU waited in the other CPU's queue
     for the load balancer (p99 during a clustering run 56 ms, 46 ms with it). It still runs whenever the CPU is
-    not wanted, so a run only slows down while searches keep every CPU busy. True when it took effect."""
+    not wanted, so a run only slows down while searches keep every CPU busy."""
     try:
         os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError) as exc:  # not Linux, or not ours to change
         logger.info("process %s keeps its CPU scheduling policy: %s", pid or os.getpid(), exc)
-        return False
-    return True
 
 
 AUTOGROUP = Path("/proc/self/autogroup")
