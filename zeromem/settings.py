@@ -370,6 +370,14 @@ ZEROMEMORY_RATE_LIMIT_REQUESTS = env_int("ZEROMEMORY_RATE_LIMIT_REQUESTS", 1200,
 ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1, maximum=86_400)
 # Memories dated further in the future than this are refused (a far-future date would pin the "current session").
 ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)
+# A memory's metadata (zeromem/api/limits.py) is returned with it in every list and search answer: 16 KiB keeps a
+# 500-memory page under 10 MB. A value past any of these answers 422 naming the field.
+ZEROMEMORY_MAX_METADATA_BYTES = env_int("ZEROMEMORY_MAX_METADATA_BYTES", 16_384, minimum=2, maximum=1024 * 1024)
+# The LangGraph store nests an item's value three levels down (metadata.langgraph.value): ten leaves it seven.
+ZEROMEMORY_MAX_METADATA_DEPTH = env_int("ZEROMEMORY_MAX_METADATA_DEPTH", 10, minimum=1, maximum=100)
+ZEROMEMORY_MAX_METADATA_KEYS = env_int("ZEROMEMORY_MAX_METADATA_KEYS", 256, minimum=1, maximum=100_000)
+ZEROMEMORY_MAX_METADATA_STRING_CHARS = env_int("ZEROMEMORY_MAX_METADATA_STRING_CHARS", 4000, minimum=1,
+                                               maximum=1024 * 1024)
 
 # --- runs -------------------------------------------------------------------------------------------------------
 # A claimed run's lease, renewed in every write transaction; another worker may take an expired one over.

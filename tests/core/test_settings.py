@@ -33,6 +33,10 @@ def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
     ({"DATABASE_URL": "postgresql://db.internal/zeromem", "ZEROMEM_EMBEDDED": "0",
       "ZEROMEMORY_SECRET_KEY": ""}, "ZEROMEMORY_SECRET_KEY must be set"),
     ({"ZEROMEMORY_SEARCH_VECTOR_WEIGHT": "2"}, "between 0.0 and 1.0"),
+    ({"ZEROMEMORY_MAX_METADATA_BYTES": "16k"}, "ZEROMEMORY_MAX_METADATA_BYTES must be an integer"),
+    ({"ZEROMEMORY_MAX_METADATA_DEPTH": "0"}, "ZEROMEMORY_MAX_METADATA_DEPTH must be between"),
+    ({"ZEROMEMORY_MAX_METADATA_KEYS": "-5"}, "ZEROMEMORY_MAX_METADATA_KEYS must be between"),
+    ({"ZEROMEMORY_MAX_METADATA_STRING_CHARS": "0"}, "ZEROMEMORY_MAX_METADATA_STRING_CHARS must be between"),
 ])
 def test_a_bad_value_stops_start_up_with_a_clear_message(env, message):
     result = load_settings(**env)

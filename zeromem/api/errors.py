@@ -82,11 +82,35 @@ def validation_details(exc: ValidationError) -> list[dict[str, Any]]:
             for e in exc.errors]
 
 
+def validation_message(exc: ValidationError) -> str:
+    """The first problem, naming the field as the request spells it (`memories[1].metadata: ...`); the others
+    are counted, and all of them are in the details."""
+    if not exc.errors:
+        return "the request did not validate"
+    first = exc.errors[0]
+    problem = str(first.get("msg", "")).removeprefix("Value error, ")
+    more = f" (and {len(exc.errors) - 1} more problem(s), in details)" if len(exc.errors) > 1 else ""
+    return f"{field_as_sent(list(first.get('loc', [])))}: {problem}{more}"
+
+
+def field_as_sent(loc: list[Any]) -> str:
+    """`["body", "payload", "memories", 0, "metadata"]` -> `memories[0].metadata`: ninja's location without the
+    source and, for a body, the view's parameter name (neither is in the request)."""
+    source, path = (loc[0], loc[1:]) if loc else ("body", [])
+    if source == "body":
+        path = path[1:]
+    if not path:
+        return f"the request {source}"
+    spelled = str(path[0])
+    for part in path[1:]:
+        spelled += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return spelled
+
+
 # Every exception from below the API that has an answer other than 500, in one place. Looked up along the
 # exception's class hierarchy, so a subclass answers like its parent unless it has a row of its own.
 TRANSLATIONS: dict[type[Exception], Callable[[Any], ApiError]] = {
-    ValidationError: lambda e: ApiError(422, "invalid_input", "the request did not validate",
-                                        details=validation_details(e)),
+    ValidationError: lambda e: ApiError(422, "invalid_input", validation_message(e), details=validation_details(e)),
     AuthenticationError: lambda e: ApiError(401, "unauthorized", "a valid 'Authorization: Bearer <key>' is required"),
     HttpError: lambda e: ApiError(e.status_code, CODES.get(e.status_code, "error"), str(e)),
     Http404: lambda e: NotFound("no such resource"),

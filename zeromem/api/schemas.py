@@ -13,6 +13,7 @@ from django.utils import timezone as dj_timezone
 from ninja import Field, Schema
 from pydantic import ConfigDict, field_validator, model_validator
 
+from zeromem.api.limits import Metadata, metadata_field
 from zeromem.models import Memory
 
 
@@ -26,18 +27,28 @@ def optional_name(description: str) -> Any:
 
 
 def unstorable(value: Any) -> bool:
-    """A NUL character or a lone surrogate (valid JSON, not valid UTF-8) anywhere in the value, keys included."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
+    """A NUL character or a lone surrogate (valid JSON, not valid UTF-8) anywhere in the value, keys included.
+    Walked with a list, not by recursion: a body nested a few hundred levels deep (the JSON parser takes ~1,000)
+    would exhaust the stack before any limit on its depth is checked."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str) and unstorable_text(node):
             return True
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(unstorable(k) or unstorable(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(unstorable(v) for v in value)
+        if isinstance(node, dict):
+            pending.extend(node)
+            pending.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            pending.extend(node)
     return False
+
+
+def unstorable_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return "\x00" in text
 
 
 class Strict(Schema):
@@ -102,7 +113,7 @@ class MemoryIn(Strict):
                                        "phase).")
     importance: float | None = Field(None, ge=0.0, le=1.0, strict=True,
                                      description="0–1, a JSON number; drives decay and retention (default 0.5).")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object, stored and returned as is.")
+    metadata: Metadata = metadata_field()
     created_at: datetime | None = Field(None, description="When it was said, with a time zone (default: now; "
                                                           "not in the future).")
 
@@ -211,7 +222,7 @@ class PageOut(Schema):
 class ListQuery(Strict):
     user_id: str | None = optional_name("Only this user's memories.")
     entity_id: str | None = optional_name("Only memories about this entity.")
-    namespace: str | None = Field(None, description="Only this namespace.")
+    namespace: str | None = Field(None, max_length=100, description="Only this namespace.")
     memory_type: Literal["episodic", "working", "semantic"] | None = Field(None, description="Only this type.")
     state: Literal["raw", "consolidated", "archived"] | None = Field(None, description="Only this state.")
     created_after: datetime | None = Field(None, description="Only memories created at or after this time "
@@ -231,12 +242,13 @@ class SearchIn(Strict):
     query: str = Field(..., min_length=1, max_length=4000, description="What to look for, in plain words.")
     user_id: str | None = optional_name("Only this user's memories.")
     entity_id: str | None = optional_name("Only memories about this entity.")
-    namespace: str | None = Field(None, description="Only this namespace.")
+    namespace: str | None = Field(None, max_length=100, description="Only this namespace.")
+    # Three types and three states exist: a longer list could only repeat them (into the query's IN list).
     memory_types: list[Literal["episodic", "working", "semantic"]] | None = Field(
-        None, description="Only these types (default: all).")
+        None, max_length=3, description="Only these types (default: all); at most 3.")
     states: list[Literal["raw", "consolidated", "archived"]] = Field(
         default_factory=lambda: ["raw"],  # type: ignore[arg-type]
-        description="Only these states (default: active, i.e. raw).")
+        max_length=3, description="Only these states (default: active, i.e. raw); at most 3.")
     top_k: int = Field(10, ge=1, le=100, strict=True, description="How many results, 1–100 (a JSON number).")
     as_of: datetime | None = Field(None, description="What was true at this time (with a time zone), by the "
                                                      "statements' own dates: a memory counts when valid_from ≤ as_of "
@@ -383,7 +395,7 @@ class FeedbackOut(Schema):
 class ProfileQuery(Strict):
     user_id: str = name("The user.")
     entity_id: str | None = optional_name("The entity; omit for the user-wide profile.")
-    namespace: str = Field("global", description="The namespace.")
+    namespace: str = Field("global", max_length=100, description="The namespace.")
     budget_chars: int | None = Field(None, ge=100, le=50_000,
                                      description="The most characters the summary, `static` and `recent` may take "
                                                  "together, 100–50,000 (each counted with a line break); omit for "
