@@ -12,7 +12,13 @@ application in-process (Django's test client over the real database and broker).
    invalid data), plus hand-written ones (huge strings, deep JSON, NUL bytes, invalid UTF-8, SQL and prompt text,
    negative and enormous numbers, far-future dates, odd headers). No answer may be a 5xx; a rejected request
    (4xx) may not write a row.
+   The limits on what a client sends (oversized, deep or key-heavy metadata, oversized filters and batches) are
+   explicit cases that must answer 422 `invalid_input`; the schema advertises them, so the property-based cases
+   explore them too (counted: fuzz cases refused for their metadata).
 3. Rate limit: a key past its limit gets 429 with Retry-After, and is served again once that has passed.
+4. Cross-scope canaries (`canaries.py`): two tenants and two users of one tenant with near-identical memories,
+   every job kind run, and no merge, supersede, relation, ledger row, profile item, event or webhook delivery may
+   link memories of two scopes.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.db.models import Model
+from django.http.response import HttpResponseBase
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
@@ -37,6 +44,7 @@ from consolidation.models import ConsolidationRun, LedgerEntry
 from profiles.models import MemoryProfile
 from zeromem.api.routes import api
 from zeromem.core import services
+from zeromem.devtools.proof.canaries import check_cross_scope
 from zeromem.models import Memory
 
 API = "api/v1/public/memory/v2/"
@@ -92,7 +100,12 @@ class Report:
     fuzz_5xx: list[str] = field(default_factory=list)
     rejected_writes: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
+    fuzz_metadata_422: int = 0
+    metadata_fuzz_cases: int = 0
+    limit_cases: int = 0
+    limit_failures: list[str] = field(default_factory=list)
     rate_limit_ok: bool = False
+    cross_scope: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {"authz_cases": self.authz_cases, "authz_failures": len(self.authz_failures),
@@ -100,7 +113,10 @@ class Report:
                 "fuzz_cases": self.fuzz_cases, "fuzz_5xx": len(self.fuzz_5xx),
                 "fuzz_5xx_examples": self.fuzz_5xx[:10], "rejected_writes": self.rejected_writes,
                 "fuzz_statuses": {str(k): v for k, v in sorted(self.statuses.items())},
-                "rate_limit_ok": self.rate_limit_ok}
+                "metadata_fuzz_cases": self.metadata_fuzz_cases, "fuzz_metadata_422": self.fuzz_metadata_422,
+                "limit_cases": self.limit_cases,
+                "limit_failures": len(self.limit_failures), "limit_failure_examples": self.limit_failures[:10],
+                "rate_limit_ok": self.rate_limit_ok, **self.cross_scope}
 
 
 # --- the world the proof runs in -------------------------------------------------------------------------------
@@ -359,17 +375,22 @@ def row_counts() -> tuple[int, ...]:
 
 
 def send(client: Client, report: Report, method: str, path: str, body: bytes | str = b"",
-         headers: dict[str, str] | None = None, content_type: str = "application/json") -> int:
+         headers: dict[str, str] | None = None, content_type: str = "application/json") -> HttpResponseBase:
     """One hostile request: counted, 5xx recorded, and a rejected request must not have written a row."""
     before = row_counts()
-    status = client.generic(method, path, body, content_type=content_type, headers=headers or {}).status_code
+    response = client.generic(method, path, body, content_type=content_type, headers=headers or {})
+    status = response.status_code
     report.fuzz_cases += 1
     report.statuses[status] = report.statuses.get(status, 0) + 1
     if status >= 500:
         report.fuzz_5xx.append(f"{method} {path} {str(body)[:2000]!r}: {status}")
     elif status >= 400:
         report.rejected_writes += sum(abs(a - b) for a, b in zip(row_counts(), before, strict=True))
-    return status
+    return response
+
+
+def refused_for_metadata(response: HttpResponseBase) -> bool:
+    return response.status_code == 422 and b".metadata: " in response.content
 
 
 def fuzz_schema(world: World, report: Report, *, per_operation: int) -> None:
@@ -394,9 +415,70 @@ def fuzz_schema(world: World, report: Report, *, per_operation: int) -> None:
                 path = case.formatted_path + (f"?{query}" if query else "")
                 body = json.dumps(case.body, default=str) if case.body is not None and not isinstance(
                     case.body, (bytes, str)) else (case.body or "")
-                send(client, report, case.method, path, body, own)
+                report.fuzz_metadata_422 += refused_for_metadata(send(client, report, case.method, path, body, own))
 
             run()
+
+
+# Small limits for the property-based metadata cases, so that random values land on both sides of each.
+SMALL_METADATA_LIMITS = {"ZEROMEMORY_MAX_METADATA_BYTES": 400, "ZEROMEMORY_MAX_METADATA_DEPTH": 3,
+                         "ZEROMEMORY_MAX_METADATA_KEYS": 8, "ZEROMEMORY_MAX_METADATA_STRING_CHARS": 40}
+
+
+def metadata_breaks_a_limit(value: Any, advertised: dict[str, Any]) -> bool:
+    """The proof's own reading of the documented limits (docs/API.md), independent of the server's code."""
+    def depth(node: Any) -> int:
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        return 0 if children is None else 1 + max((depth(c) for c in children), default=0)
+
+    def nodes(node: Any) -> Iterator[Any]:
+        yield node
+        for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
+            yield from nodes(child)
+
+    every = list(nodes(value))
+    keys = [k for node in every if isinstance(node, dict) for k in node]
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return (depth(value) > settings.ZEROMEMORY_MAX_METADATA_DEPTH or len(keys) > advertised["maxProperties"]
+            or any(len(k) > advertised["propertyNames"]["maxLength"] for k in keys)
+            or any(isinstance(n, str) and len(n) > advertised["additionalProperties"]["maxLength"] for n in every)
+            or size > settings.ZEROMEMORY_MAX_METADATA_BYTES)
+
+
+def fuzz_metadata(world: World, report: Report, *, examples: int) -> None:
+    """Property-based metadata sized from what the OpenAPI document advertises (keys, key and string lengths), under
+    small limits: each value answers 201 when it keeps every limit, and 422 naming `memories[0].metadata` when it
+    breaks one, by the proof's own reading of the limits."""
+    from hypothesis import HealthCheck, Phase, given
+    from hypothesis import settings as hypothesis_settings
+    from hypothesis import strategies as st
+
+    client = Client(raise_request_exception=False)
+    own = {"Authorization": f"Bearer {world.secrets['own']}"}
+    with override_settings(**SMALL_METADATA_LIMITS):
+        advertised = api.get_openapi_schema()["components"]["schemas"]["MemoryIn"]["properties"]["metadata"]
+        keys, chars = advertised["maxProperties"], advertised["additionalProperties"]["maxLength"]
+        text = st.characters(exclude_categories=["Cs"], exclude_characters="\x00")  # refused before metadata
+        names = st.text(text, max_size=advertised["propertyNames"]["maxLength"] + 2)
+        scalars = (st.none() | st.booleans() | st.integers(-(2 ** 53), 2 ** 53)
+                   | st.floats(allow_nan=False, allow_infinity=False) | st.text(text, max_size=chars + 4))
+        values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                              | st.dictionaries(names, inner, max_size=keys // 2 + 1), max_leaves=keys * 2)
+
+        @hypothesis_settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+                             suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+        @given(metadata=st.dictionaries(names, values, max_size=keys + 2))
+        def run(metadata: dict[str, Any]) -> None:
+            body = {"memories": [{"content": "metadata probe", "user_id": "fuzz-user", "metadata": metadata}]}
+            response = send(client, report, "POST", f"/{API}memories", json.dumps(body), own)
+            report.metadata_fuzz_cases += 1
+            report.fuzz_metadata_422 += refused_for_metadata(response)
+            expected = 422 if metadata_breaks_a_limit(metadata, advertised) else 201
+            if response.status_code != expected or (expected == 422 and not refused_for_metadata(response)):
+                report.limit_failures.append(f"metadata {json.dumps(metadata)[:300]}: {response.status_code}, "
+                                             f"expected {expected}")
+
+        run()
 
 
 def hand_written(world: World) -> list[tuple[str, str, bytes | str, dict[str, str], str]]:
@@ -468,6 +550,49 @@ def fuzz_hand_written(world: World, report: Report) -> None:
         send(client, report, method, path, body, {**own, **headers}, content_type)
 
 
+def limit_cases(world: World) -> list[tuple[str, str, Any, str]]:
+    """(method, path, JSON body or None, the field the 422 must name): one past each limit on what a client
+    sends, the issue's 5,000,000-character metadata value first."""
+    base = "/" + API
+    memory = {"content": "probe", "user_id": "fuzz-user"}
+    deep: dict[str, Any] = {}
+    for _ in range(settings.ZEROMEMORY_MAX_METADATA_DEPTH):
+        deep = {"d": deep}
+
+    def stored(metadata: Any) -> tuple[str, str, Any, str]:
+        return "POST", base + "memories", {"memories": [memory, {**memory, "metadata": metadata}]}, \
+            "memories[1].metadata"
+
+    return [
+        stored({"blob": "x" * 5_000_000}),
+        stored({f"k{i}": "v" * 60 for i in range(settings.ZEROMEMORY_MAX_METADATA_BYTES // 64)}),
+        stored(deep),
+        stored({"group": {f"k{i}": i for i in range(settings.ZEROMEMORY_MAX_METADATA_KEYS)}}),
+        stored({"note": "x" * (settings.ZEROMEMORY_MAX_METADATA_STRING_CHARS + 1)}),
+        stored({"k" * 201: 1}),
+        ("POST", base + "memories", {"memories": [memory] * (settings.ZEROMEMORY_MAX_BATCH + 1)}, "memories"),
+        ("POST", base + "search", {"query": "probe", "states": ["raw"] * 100_000}, "states"),
+        ("POST", base + "search", {"query": "probe", "memory_types": ["semantic"] * 4}, "memory_types"),
+        ("POST", base + "search", {"query": "probe", "namespace": "n" * 101}, "namespace"),
+        ("GET", base + "memories?namespace=" + "n" * 101, None, "namespace"),
+        ("GET", base + "profile?user_id=fuzz-user&namespace=" + "n" * 101, None, "namespace"),
+    ]
+
+
+def check_limits(world: World, report: Report) -> None:
+    """Each limit case answers 422 invalid_input naming its field (and, like every hostile case, writes
+    nothing)."""
+    client = Client(raise_request_exception=False)
+    own = {"Authorization": f"Bearer {world.secrets['own']}"}
+    for method, path, body, field_name in limit_cases(world):
+        response = send(client, report, method, path, "" if body is None else json.dumps(body), own)
+        report.limit_cases += 1
+        error = response.json().get("error", {}) if response["Content-Type"].startswith("application/json") else {}
+        if response.status_code != 422 or not str(error.get("message", "")).startswith(f"{field_name}: "):
+            report.limit_failures.append(f"{method} {path[:120]} past the {field_name} limit: "
+                                         f"{response.status_code} {str(error.get('message'))[:200]}")
+
+
 # --- 3. rate limit ---------------------------------------------------------------------------------------------
 
 def check_rate_limit(world: World, *, sleep: Callable[[float], None] = time.sleep) -> bool:
@@ -509,10 +634,18 @@ def _prove(fuzz_per_operation: int, say: Callable[[str], None]) -> Report:
         say(f"API + admin matrix: {report.authz_cases} cases, {len(report.authz_failures)} failures")
         world = build_world()
         fuzz_hand_written(world, report)
-        say(f"hand-written hostile cases: {report.fuzz_cases}")
+        check_limits(world, report)
+        say(f"hand-written hostile cases: {report.fuzz_cases}; limit cases: {report.limit_cases}, "
+            f"{len(report.limit_failures)} not answered 422 naming their field")
         fuzz_schema(world, report, per_operation=fuzz_per_operation)
+        fuzz_metadata(world, report, examples=fuzz_per_operation)
         say(f"fuzz cases: {report.fuzz_cases}, 5xx: {len(report.fuzz_5xx)}, rejected writes: "
-            f"{report.rejected_writes}")
+            f"{report.rejected_writes}; property-based metadata: {report.metadata_fuzz_cases} cases, "
+            f"{report.fuzz_metadata_422} refused for their metadata")
     report.rate_limit_ok = check_rate_limit(build_world())
     say(f"rate limit: {'ok' if report.rate_limit_ok else 'FAILED'}")
+    with override_settings(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash"):
+        report.cross_scope = check_cross_scope().as_json()
+    say(f"cross-scope canaries: {report.cross_scope['cross_scope_jobs']} job kinds run in every scope, "
+        f"{report.cross_scope['cross_scope_links']} links across scopes")
     return report

@@ -13,9 +13,10 @@ from zeromem.devtools.proof.security import prove_security
 
 
 class Command(BaseCommand):
-    help = ("Proofs on their own throwaway database. `prove security`: authorization matrix, hostile input, rate "
-            "limit. `prove resilience`: crashes, overlaps, faults, load. `prove deployment`: docker-compose.yml's "
-            "own commands against embedded services. With --json the last stdout line is one JSON object.")
+    help = ("Proofs on their own throwaway database. `prove security`: authorization matrix, hostile input, limits, "
+            "rate limit, cross-tenant canaries. `prove resilience`: crashes, overlaps, faults, load. "
+            "`prove deployment`: docker-compose.yml's own commands against embedded services. With --json the last "
+            "stdout line is one JSON object.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="which", required=True)
@@ -88,14 +89,20 @@ class Command(BaseCommand):
     def _security(self, options: dict[str, Any]) -> None:
         report = prove_security(fuzz_per_operation=options["fuzz_per_operation"], say=self.stderr.write)
         result = report.as_json()
-        for line in result["authz_failure_examples"] + result["fuzz_5xx_examples"]:
+        for line in (result["authz_failure_examples"] + result["fuzz_5xx_examples"]
+                     + result["limit_failure_examples"] + result["cross_scope_link_examples"]):
             self.stderr.write(f"  ! {line}")
         rows = [("authorization cases", result["authz_cases"], "≥ 70, every endpoint"),
                 ("endpoints and pages covered", result["endpoints"], ""),
                 ("authorization failures", result["authz_failures"], "0"),
                 ("fuzz cases", result["fuzz_cases"], "≥ 1,000"), ("fuzz 5xx", result["fuzz_5xx"], "0"),
                 ("rows written by rejected requests", result["rejected_writes"], "0"),
-                ("rate limit answers 429 and releases", result["rate_limit_ok"], "true")]
+                ("limit cases not answered 422 by field", result["limit_failures"], "0"),
+                ("property-based metadata (refused)",
+                 f"{result['metadata_fuzz_cases']} ({result['fuzz_metadata_422']})", "both sides"),
+                ("rate limit answers 429 and releases", result["rate_limit_ok"], "true"),
+                ("job kinds run across scopes", result["cross_scope_jobs"], "≥ 6"),
+                ("links across tenants or users", result["cross_scope_links"], "0")]
         self._table(rows, result, options, widths=(40, 10))
 
     def _table(self, rows: list[tuple[str, Any, str]], result: dict[str, Any], options: dict[str, Any], *,
