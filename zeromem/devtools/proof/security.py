@@ -13,8 +13,9 @@ application in-process (Django's test client over the real database and broker).
    negative and enormous numbers, far-future dates, odd headers). No answer may be a 5xx; a rejected request
    (4xx) may not write a row.
    The limits on what a client sends (oversized, deep or key-heavy metadata, oversized filters and batches) are
-   explicit cases that must answer 422 `invalid_input`; the schema advertises them, so the property-based cases
-   explore them too (counted: fuzz cases refused for their metadata).
+   explicit cases that must answer 422 `invalid_input` naming their field. The schema advertises the metadata
+   limits, and property-based metadata sized from it (under small limits, so values fall on both sides) must
+   answer 201 or 422 exactly as the proof's own reading of the documented limits says.
 3. Rate limit: a key past its limit gets 429 with Retry-After, and is served again once that has passed.
 4. Cross-scope canaries (`canaries.py`): two tenants and two users of one tenant with near-identical memories,
    every job kind run, and no merge, supersede, relation, ledger row, profile item, event or webhook delivery may
