@@ -135,13 +135,16 @@ def _reflection(run: ConsolidationRun) -> list[str]:
     return said
 
 
-REVIEW_WORDS = {"pending": "await review", "review.approve": "approved", "review.reject": "rejected (undone)",
-                "review.resolve": "resolved", "undone": "undone"}
+# Review states in the order told, each as (one change, several changes).
+REVIEW_WORDS = {"review.approve": ("change approved", "changes approved"),
+                "review.reject": ("change rejected (undone)", "changes rejected (undone)"),
+                "review.resolve": ("contradiction resolved", "contradictions resolved"),
+                "undone": ("change undone", "changes undone"),
+                "pending": ("change awaits review", "changes await review")}
 
 
 def _reviewed(reviews: Mapping[str, int]) -> list[str]:
-    parts = [f"{counted(count, 'change')} {REVIEW_WORDS.get(state, state)}" for state, count in reviews.items()
-             if count]
+    parts = [counted(reviews[state], *words) for state, words in REVIEW_WORDS.items() if reviews.get(state)]
     return [f"In review: {', '.join(parts)}."] if parts else []
 
 
