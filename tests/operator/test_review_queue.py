@@ -4,6 +4,7 @@ queue's own (selected changes, a run's changes) and the run list's admin actions
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from consolidation.models import ConsolidationRun, LedgerEntry
 from tests.factories import DAY, HOUR, ingest, memory_input
@@ -151,3 +152,20 @@ def test_the_run_page_says_why_a_clustering_run_reviewed_nothing(tenant, admin_c
     assert ("It reviewed no memory: right now the user has 2 memories newer than the 48-hour recency window; "
             "use force to include them.") in page
     assert "It changed nothing." in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_staff_who_may_only_read_runs_cannot_decide_in_bulk(tenant, client, django_user_model, now):
+    _, _, _, run = history(tenant, now)
+    reader = django_user_model.objects.create_user("reader", password="x", is_staff=True)
+    reader.user_permissions.add(*Permission.objects.filter(codename__in=["view_consolidationrun",
+                                                                         "view_ledgerentry"]))
+    client.force_login(reader)
+
+    listing = client.get("/admin/consolidation/consolidationrun/").content.decode()
+    client.post("/admin/consolidation/consolidationrun/", {"action": "approve_changes",
+                                                           "_selected_action": [str(run.id)]})
+    bulk = client.post("/admin/review/bulk/", {"decision": "approve", "run": str(run.id)})
+
+    assert "approve_changes" not in listing and bulk.status_code == 403
+    assert not LedgerEntry.objects.filter(run=run, reviewed_by__isnull=False).exists()

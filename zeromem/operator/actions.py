@@ -3,8 +3,10 @@ request the runs through the trigger services and say what will happen, and why 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
+from django.contrib import messages
 from django.utils import timezone
 
 from consolidation.models import RunTrigger
@@ -15,38 +17,53 @@ from zeromem.operator.run_words import nothing_to_cluster
 from zeromem.operator.wording import counted
 
 
-def clustering_now(*, users: Iterable[tuple[int, str]], force: bool) -> list[str]:
-    """Queue a clustering run per (tenant, user); the report, with a line for each user an unforced run would
-    find nothing to read for."""
+@dataclass(frozen=True)
+class Report:
+    done: str  # what was queued
+    warnings: list[str] = field(default_factory=list)  # why a run will read nothing, or why nothing was queued
+
+
+def clustering_now(*, users: Iterable[tuple[int, str]], force: bool) -> Report:
+    """Queue a clustering run per (tenant, user), with a warning for each user an unforced run would find
+    nothing to read for."""
     users = list(dict.fromkeys(users))
     started, joined = clustering_trigger_users(users=users, trigger=RunTrigger.ADMIN, force=force)
-    report = [f"Clustering queued for {counted(started, 'user')}{' (forced)' if force else ''}; "
-              f"{joined:,} already had an active run{' (it gets the force)' if force and joined else ''}."]
+    done = (f"Clustering queued for {counted(started, 'user')}{' (forced)' if force else ''}; "
+            f"{joined:,} already had an active run{' (it gets the force)' if force and joined else ''}.")
     if force:
-        return report
+        return Report(done)
     tenants = Tenant.objects.in_bulk({tenant_id for tenant_id, _ in users})
+    warnings = []
     for tenant_id, user_id in users:
         why = nothing_to_cluster(clustering_backlog(tenant=tenants[tenant_id], user_id=user_id, now=timezone.now()))
         if why:
-            report.append(f"{user_id} ({tenants[tenant_id].name}): the run will review no memory: {why}")
-    return report
+            warnings.append(f"For {user_id} ({tenants[tenant_id].name}) the run will review no memory: {why}")
+    return Report(done, warnings)
 
 
-def reflection_now(*, tenant_id: int, user_id: str, force: bool) -> list[str]:
+def reflection_now(*, tenant_id: int, user_id: str, force: bool) -> Report:
     """Queue reflection of each of the user's scopes that is due (any scope with an unreflected memory when
     forced); says why when none is."""
     scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id, force=force)
-    if not scopes:
-        waiting = len(reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id, force=True))
-        if not waiting:
-            return [f"Nothing to reflect for {user_id}: every memory has been reflected on."]
-        return [f"Nothing reflected for {user_id}: {counted(waiting, 'entity', 'entities')} "
-                f"{'has' if waiting == 1 else 'have'} unreflected memories, but fewer than the reflection threshold "
-                "or only in the current session; use force to reflect them."]
-    return reflection_scopes_now(scopes=scopes, force=force)
+    if scopes:
+        return reflection_scopes_now(scopes=scopes, force=force)
+    waiting = len(reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id, force=True))
+    if not waiting:
+        return Report("Reflection queued for no scope.", [f"{user_id} has no unreflected memory."])
+    return Report("Reflection queued for no scope.", [
+        f"For {user_id}, {counted(waiting, 'entity', 'entities')} {'has' if waiting == 1 else 'have'} unreflected "
+        "memories, but fewer than the reflection threshold or only in the current session; use force to reflect "
+        "them."])
 
 
-def reflection_scopes_now(*, scopes: list[ReflectionScope], force: bool) -> list[str]:
+def reflection_scopes_now(*, scopes: list[ReflectionScope], force: bool) -> Report:
     started, busy = reflection_trigger_scopes(scopes=scopes, trigger=RunTrigger.ADMIN, force=force)
-    return [f"Reflection queued for {counted(started, 'scope')}{' (forced)' if force else ''}; {busy:,} skipped "
-            "because that user already had an active run (trigger again once it is done)."]
+    return Report(f"Reflection queued for {counted(started, 'scope')}{' (forced)' if force else ''}; {busy:,} "
+                  "skipped because that user already had an active run (trigger again once it is done).")
+
+
+def report_to(say: Callable[[str, int], None], report: Report) -> None:
+    """Hand the report to `say(text, level)` (a view's messages, an admin action's message_user)."""
+    say(report.done, messages.SUCCESS)
+    for warning in report.warnings:
+        say(warning, messages.WARNING)

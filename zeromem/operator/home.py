@@ -78,7 +78,8 @@ def operator_home(*, now: datetime | None = None, tenant_id: int | None = None) 
         review_waiting=dict(waiting), cost_24h=money["cost"] or Decimal(0), llm_calls_24h=money["calls"] or 0,
         cost_this_month=LlmUsage.objects.filter(scope, month=now.date().replace(day=1)).aggregate(
             cost=Sum("cost_usd"))["cost"] or Decimal(0),
-        lag=[Lag(t, names[t], user, hours) for t, user, hours in consolidation_lag(tenant_id)[:LAGGING_USERS]],
+        lag=[Lag(t, names[t], user, hours) for t, user, hours in consolidation_lag(tenant_id)[:LAGGING_USERS]
+             if hours > 0],
         yesterday=what_changed_on(day=now.date() - timedelta(days=1), tenant_id=tenant_id),
         active_users=[(t, names[t], user, n) for t, user, n in Memory.objects.filter(scope, created_at__gte=since)
                       .values_list("tenant_id", "user_id").annotate(n=Count("id")).order_by("-n")[:ACTIVE_USERS]])
@@ -101,14 +102,14 @@ class UserPage:
     user_id: str
     states: dict[str, dict[str, int]]  # memory type -> state -> count
     backlog: ClusteringBacklog
-    lag_hours: float | None
+    lag_hours: float | None  # None: nothing waits past the recency window
     runs: list[ConsolidationRun]
     profiles: list[MemoryProfile]
     review_waiting: int
 
     @property
     def lag_words(self) -> str:
-        return duration_words(self.lag_hours) if self.lag_hours is not None else "none"
+        return duration_words(self.lag_hours) if self.lag_hours is not None else "none (nothing waits past the window)"
 
 
 def user_page(*, tenant: Tenant, user_id: str, now: datetime | None = None) -> UserPage:
@@ -118,7 +119,7 @@ def user_page(*, tenant: Tenant, user_id: str, now: datetime | None = None) -> U
     for memory_type, state, count in (Memory.objects.filter(tenant=tenant, user_id=user_id).order_by()
                                       .values_list("memory_type", "state").annotate(n=Count("id"))):
         states.setdefault(memory_type, {s: 0 for s in MemoryState.values})[state] = count
-    lag = next((hours for _, user, hours in consolidation_lag(tenant.id) if user == user_id), None)
+    lag = next((hours for _, user, hours in consolidation_lag(tenant.id) if user == user_id and hours > 0), None)
     return UserPage(
         tenant=tenant, user_id=user_id, states=states, backlog=clustering_backlog(tenant=tenant, user_id=user_id,
                                                                                   now=now),

@@ -11,7 +11,7 @@ from consolidation.selectors import ReflectionScope
 from zeromem.core import services
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryRelation, MemorySource, Tenant
-from zeromem.operator.actions import clustering_now, reflection_scopes_now
+from zeromem.operator.actions import clustering_now, reflection_scopes_now, report_to
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -114,23 +114,23 @@ class MemoryAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run clustering now (for the users of the selected memories)")
     def run_clustering_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        for line in clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=False):
-            self.message_user(request, line)
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=False))
 
     @admin.action(description="Run clustering now, forced (recency window and current session included)")
     def run_clustering_now_forced(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        for line in clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=True):
-            self.message_user(request, line)
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=True))
 
     @admin.action(description="Reflect now (for the entities of the selected memories)")
     def trigger_reflection(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        for line in reflection_scopes_now(scopes=_scopes(queryset), force=False):
-            self.message_user(request, line)
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=False))
 
     @admin.action(description="Reflect now, forced (the current session included)")
     def trigger_reflection_forced(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        for line in reflection_scopes_now(scopes=_scopes(queryset), force=True):
-            self.message_user(request, line)
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=True))
 
     @admin.action(description="Unmerge selected semantic memories (sources back to raw)")
     def unmerge(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:

@@ -15,7 +15,9 @@ TRIGGERS = {"beat": "the schedule", "api": "an API call", "admin": "an operator"
 
 
 def run_changes(run: ConsolidationRun) -> str:
-    """One line of what the run changed ('merged 12 memories into 4; superseded 2 statements'), or 'no change'."""
+    """One line of what the run changed ('merged 12 memories into 4; 2 statements superseded'), or 'no change'."""
+    if run.status in (RunStatus.PENDING, RunStatus.RUNNING):
+        return "not finished"
     parts = []
     if run.merged:
         parts.append(f"merged {counted(run.merged, 'memory', 'memories')} into {run.clusters:,}")
@@ -95,7 +97,7 @@ def _outcome(run: ConsolidationRun) -> list[str]:
         steps = {"decay": "archived as decayed", "retention": "archived past retention", "purge": "purged"}
         said = [f"{counted(int(run.result.get(step, 0)), 'memory', 'memories')} {words}."
                 for step, words in steps.items()]
-    elif run.status != RunStatus.PENDING:
+    elif run.status not in (RunStatus.PENDING, RunStatus.RUNNING):
         changes = run_changes(run)
         said = [f"It {changes}." if changes != "no change" else "It changed nothing."]
     if run.result.get("llm_unavailable"):

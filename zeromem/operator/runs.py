@@ -48,6 +48,15 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
     inlines = [LedgerInline]
     actions = ["approve_changes", "reject_changes"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs are requested through the triggers (API, the user page, commands, beat)
+
+    def has_change_permission(self, request: HttpRequest, obj: ConsolidationRun | None = None) -> bool:
+        return False  # a run is a record: its page reads, it has nothing to save
+
+    def has_review_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("consolidation.change_ledgerentry")
+
     def get_readonly_fields(self, request: HttpRequest, obj: ConsolidationRun | None = None) -> list[str]:
         return ["in_words", "raw_result", *(f.name for f in ConsolidationRun._meta.fields)]
 
@@ -66,8 +75,9 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
         backlog = (clustering_backlog(tenant=run.tenant, user_id=run.user_id, now=timezone.now())
                    if run.kind == RunKind.CLUSTERING and not run.reviewed else None)
         sentences = run_sentences(run, backlog=backlog, reviews=review_states(run_id=run.id))
-        review = format_html(' <a href="{}?run={}">Review this run\'s changes</a>', reverse("admin:review"), run.id)
-        return format_html('<ul class="run-in-words">{}</ul>{}',
+        review = format_html('<li><a href="{}?run={}">Review this run\'s changes</a></li>', reverse("admin:review"),
+                             run.id)
+        return format_html('<ul class="run-in-words">{}{}</ul>',
                            format_html_join("", "<li>{}</li>", ((s,) for s in sentences)), review)
 
     @admin.display(description="result")
@@ -75,13 +85,13 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
         return format_html("<pre>{}</pre><pre>{}</pre>", json.dumps(run.result, indent=2, sort_keys=True),
                            json.dumps(run.timings, indent=2, sort_keys=True))
 
-    @admin.action(description="Approve every undecided change of the selected runs")
+    @admin.action(description="Approve every undecided change of the selected runs", permissions=["review"])
     def approve_changes(self, request: HttpRequest, queryset: QuerySet[ConsolidationRun]) -> None:
         done = review_decide_runs(run_ids=list(queryset.values_list("id", flat=True)), decision="approve",
                                   actor=f"admin:{request.user.get_username()}")
         self._report(request, done, "approved")
 
-    @admin.action(description="Reject (undo) every undecided change of the selected runs")
+    @admin.action(description="Reject (undo) every undecided change of the selected runs", permissions=["review"])
     def reject_changes(self, request: HttpRequest, queryset: QuerySet[ConsolidationRun]) -> None:
         done = review_decide_runs(run_ids=list(queryset.values_list("id", flat=True)), decision="reject",
                                   actor=f"admin:{request.user.get_username()}")

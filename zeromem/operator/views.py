@@ -139,8 +139,7 @@ def operator_user_run(request: HttpRequest, job: str) -> HttpResponse:
     user_id, force = request.POST.get("user", ""), request.POST.get("force") == "on"
     report = (actions.clustering_now(users=[(tenant.id, user_id)], force=force) if job == "cluster"
               else actions.reflection_now(tenant_id=tenant.id, user_id=user_id, force=force))
-    for line in report:
-        messages.info(request, line)
+    actions.report_to(lambda text, level: messages.add_message(request, level, text), report)
     return HttpResponseRedirect(reverse("admin:operator_user") + "?" + urlencode({"tenant": tenant.id,
                                                                                  "user": user_id}))
 
