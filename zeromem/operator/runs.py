@@ -35,6 +35,7 @@ class LedgerInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
+    classes = ["collapse"]  # the run's page leads with the run in words; each row is one click away
 
 
 @admin.register(ConsolidationRun)

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
 from zeromem.core import services
@@ -14,12 +16,16 @@ from zeromem.models import Tenant
 
 
 def _fresh_user(tenant: Tenant) -> str:
-    """A user whose memories all arrived just now: unforced clustering has nothing to read (the recency window)."""
+    """A user whose memories all arrived just now: unforced clustering has nothing to read (the recency window).
+    And one whose episodes have waited three weeks: the home's lag in days."""
     user = "new-user"
     services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
         content=text, user_id=user, session_id="today") for text in (
         "We moved the billing standup to 10am.", "The billing-api Redis cache is 512 MB.",
         "Maria owns the on-call rota this week.")])
+    services.memories_ingest(tenant_id=tenant.id, items=[services.MemoryInput(
+        content="The nightly export writes to the eu-west-2 bucket.", user_id="waiting-user", session_id="old",
+        created_at=timezone.now() - timedelta(days=23))])
     return user
 
 
