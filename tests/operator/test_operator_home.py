@@ -124,3 +124,23 @@ def test_only_staff_with_the_permission_may_open_a_user_or_run_a_job(tenant, cli
     assert client.post("/admin/operator/user/cluster/", {"tenant": tenant.id, "user": "u1"}).status_code == 403
     assert client.get("/admin/operator/user/cluster/").status_code == 405
     assert not ConsolidationRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_memory_and_profile_lists_offer_forced_reflection(tenant, admin_client, now,
+                                                               django_capture_on_commit_callbacks):
+    ids = ingest(tenant, [memory_input("Alice likes tea.", entity_id="alice", session="s", created_at=now - DAY)])
+    profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", entity_id="bob")
+
+    with django_capture_on_commit_callbacks():
+        from_memories = admin_client.post("/admin/zeromem/memory/", {
+            "action": "trigger_reflection_forced", "_selected_action": [str(i) for i in ids]}, follow=True)
+    assert b"Reflection queued for 1 scope (forced)" in from_memories.content
+    first = ConsolidationRun.objects.get()
+    assert (first.entity_id, first.force) == ("alice", True)
+    ConsolidationRun.objects.filter(id=first.id).update(status="succeeded")
+
+    with django_capture_on_commit_callbacks():
+        admin_client.post("/admin/profiles/memoryprofile/", {"action": "trigger_reflection_forced",
+                                                             "_selected_action": [profile.id]})
+    assert ConsolidationRun.objects.get(entity_id="bob").force

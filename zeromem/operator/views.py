@@ -110,6 +110,10 @@ def _report(request: HttpRequest, done: review.Decided, decision: str) -> None:
         messages.error(request, f"Not applied — {refusal}")
 
 
+def _tenant_or_404(value: str) -> Tenant:
+    return get_object_or_404(Tenant, id=int(value) if value.isdigit() else 0)
+
+
 def _uuid(value: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(value)
@@ -120,8 +124,7 @@ def _uuid(value: str) -> uuid.UUID | None:
 def operator_user(request: HttpRequest) -> HttpResponse:
     """One user: memories by state, what clustering may read now, runs in words, profiles, clustering/reflect."""
     _require(request, "zeromem.view_memory")
-    tenant = get_object_or_404(Tenant, id=request.GET.get("tenant") if str(request.GET.get("tenant")).isdigit() else 0)
-    user_id = request.GET.get("user", "")
+    tenant, user_id = _tenant_or_404(request.GET.get("tenant", "")), request.GET.get("user", "")
     figures = user_page(tenant=tenant, user_id=user_id)
     return render(request, "admin/operator_user.html", {
         **admin.site.each_context(request), "title": f"User {user_id} ({tenant.name})", "page": figures,
@@ -134,9 +137,8 @@ def operator_user(request: HttpRequest) -> HttpResponse:
 def operator_user_run(request: HttpRequest, job: str) -> HttpResponse:
     """Run clustering now / Reflect now for the user of the page, forced when the box is ticked."""
     _require(request, "consolidation.add_consolidationrun")
-    tenant = get_object_or_404(Tenant, id=int(request.POST["tenant"]) if request.POST.get("tenant", "").isdigit()
-                               else 0)
-    user_id, force = request.POST.get("user", ""), request.POST.get("force") == "on"
+    tenant, user_id = _tenant_or_404(request.POST.get("tenant", "")), request.POST.get("user", "")
+    force = request.POST.get("force") == "on"
     report = (actions.clustering_now(users=[(tenant.id, user_id)], force=force) if job == "cluster"
               else actions.reflection_now(tenant_id=tenant.id, user_id=user_id, force=force))
     actions.report_to(lambda text, level: messages.add_message(request, level, text), report)
