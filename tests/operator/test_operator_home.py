@@ -64,6 +64,7 @@ def test_a_users_page_shows_memories_by_state_runs_and_profiles(tenant, admin_cl
     assert 'name="force"' in page and "Run clustering now" in page and "Reflect now" in page
     assert "3 memories newer than the 48-hour recency window" in page
     assert admin_client.get("/admin/operator/user/", {"tenant": 999, "user": "u1"}).status_code == 404
+    assert admin_client.post("/admin/operator/user/erase/", {"tenant": tenant.id, "user": "u1"}).status_code == 404
 
 
 @pytest.mark.django_db

@@ -82,6 +82,10 @@ def test_bulk_approve_of_selected_changes_records_each_decision(tenant, admin_cl
         merge.refresh_from_db()
         assert merge.reviewed_by.action == "review.approve" and merge.reviewed_by.actor == "admin:admin"
     assert admin_client.get("/admin/review/").content.decode().count(ITEM) == 2
+    resolve = admin_client.post("/admin/review/bulk/", {"decision": "resolve", "run": str(merges[0].run_id)},
+                                follow=True).content.decode()
+    assert "Not applied: choose approve or reject." in resolve
+    assert not LedgerEntry.objects.filter(action="review.resolve").exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -25,6 +25,8 @@ from zeromem.operator.home import user_page
 from zeromem.operator.run_words import nothing_to_cluster, run_changes
 from zeromem.operator.wording import counted, duration_words
 
+BULK_DECISIONS = ("approve", "reject")  # a flagged contradiction is resolved one at a time, with its note
+JOBS = ("cluster", "reflect")
 OUTCOME_COLORS = {RunStatus.SUCCEEDED: "#38a169", RunStatus.FAILED: "#e53e3e", RunStatus.SKIPPED: "#a0aec0"}
 
 
@@ -95,12 +97,14 @@ def review_bulk(request: HttpRequest) -> HttpResponse:
     _require(request, "consolidation.change_ledgerentry")
     decision, actor = request.POST.get("decision", ""), f"admin:{request.user.get_username()}"
     run_id = _uuid(request.POST.get("run", ""))
-    if run_id is not None:
-        done = review.review_decide_runs(run_ids=[run_id], decision=decision, actor=actor)
+    if decision not in BULK_DECISIONS:
+        messages.error(request, f"Not applied: choose {' or '.join(BULK_DECISIONS)}.")
+    elif run_id is not None:
+        _report(request, review.review_decide_runs(run_ids=[run_id], decision=decision, actor=actor), decision)
     else:
         entries = LedgerEntry.objects.filter(id__in=[int(i) for i in request.POST.getlist("entry") if i.isdigit()])
-        done = review.review_decide_many(entries=list(entries.order_by("-created_at")), decision=decision, actor=actor)
-    _report(request, done, decision)
+        _report(request, review.review_decide_many(entries=list(entries.order_by("-created_at")), decision=decision,
+                                                   actor=actor), decision)
     return HttpResponseRedirect(request.POST.get("next") if _safe_next(request) else reverse("admin:review"))
 
 
@@ -137,6 +141,8 @@ def operator_user(request: HttpRequest) -> HttpResponse:
 def operator_user_run(request: HttpRequest, job: str) -> HttpResponse:
     """Run clustering now / Reflect now for the user of the page, forced when the box is ticked."""
     _require(request, "consolidation.add_consolidationrun")
+    if job not in JOBS:
+        raise Http404(f"no job {job!r}: {' or '.join(JOBS)}")
     tenant, user_id = _tenant_or_404(request.POST.get("tenant", "")), request.POST.get("user", "")
     force = request.POST.get("force") == "on"
     report = (actions.clustering_now(users=[(tenant.id, user_id)], force=force) if job == "cluster"
