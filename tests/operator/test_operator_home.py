@@ -37,6 +37,8 @@ def test_the_index_shows_the_days_runs_with_what_each_changed_the_queue_cost_lag
     LlmUsage.objects.create(tenant=tenant, month=now.date().replace(day=1), purpose="reflection", calls=3,
                             prompt_tokens=900, completion_tokens=100, cost_usd="1.25")
     LedgerEntry.objects.filter(run=run, action="merge").update(created_at=now - DAY)  # two merges yesterday
+    ConsolidationRun.objects.create(tenant=tenant, user_id="u3", kind="reflection", trigger="beat", status="failed",
+                                    error="LLM unavailable: timed out")
 
     page = admin_client.get("/admin/").content.decode()
 
@@ -45,6 +47,8 @@ def test_the_index_shows_the_days_runs_with_what_each_changed_the_queue_cost_lag
     assert "$1.25 this month" in page
     assert "28 days" in page and "e+" not in page  # u2's episode: 30 days old, 2 past the 48-hour window
     assert "2 × merge" in page  # what changed yesterday
+    failures = page[page.index("Failures of the last 24 h"):]
+    assert "reflection u3</a>" in failures and "LLM unavailable: timed out" in failures
     assert f"/admin/operator/user/?tenant={tenant.id}&user=u2" in page  # drill-down
 
 
