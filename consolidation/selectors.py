@@ -57,6 +57,33 @@ def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: b
     return episodes | active.filter(memory_type=MemoryType.SEMANTIC).exclude(digests)
 
 
+@dataclass(frozen=True)
+class ClusteringBacklog:
+    """A user's active episodes as an unforced clustering run sees them: what it may fold, and what the recency
+    window and the current-session rule hold back (a forced run takes those too)."""
+
+    episodes: int
+    recent: int  # newer than the recency window
+    current_session: int  # older than the window, but in the user's current session
+    window_hours: float
+
+    @property
+    def eligible(self) -> int:
+        return self.episodes - self.recent - self.current_session
+
+
+def clustering_backlog(*, tenant: Tenant, user_id: str, now: datetime) -> ClusteringBacklog:
+    episodes = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW,
+                                     memory_type__in=EPISODIC_TYPES)
+    window = recency_window(tenant)
+    older = episodes.filter(created_at__lt=now - window)
+    current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
+    total, aged = episodes.count(), older.count()
+    return ClusteringBacklog(episodes=total, recent=total - aged,
+                             current_session=older.filter(current).count() if current is not None else 0,
+                             window_hours=window.total_seconds() / 3600)
+
+
 def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str, int]]:
     """(tenant, user, eligible episodes) for users with active episodes past the shortest recency window
     (per-tenant windows are applied again by each run). Reads the partial index on raw memories."""

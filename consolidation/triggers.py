@@ -29,18 +29,21 @@ TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS,
 BATCH_RUNS = 50  # runs a shared task holds at most: a batch stays minutes, and big fleets keep their parallelism
 
 
-def clustering_trigger(*, tenant_id: int, user_id: str, trigger: str) -> tuple[uuid.UUID, bool]:
+def clustering_trigger(*, tenant_id: int, user_id: str, trigger: str, force: bool = False) -> tuple[uuid.UUID, bool]:
     """Request a clustering run and enqueue its task after commit. Returns (run id, created); when the user
-    already has an active run, nothing new is enqueued and that run's id is returned."""
-    run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger)
+    already has an active run, nothing new is enqueued and that run's id is returned (a forced request gives a
+    clustering run its force: `run_force`)."""
+    run, created = run_request(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING, trigger=trigger,
+                               force=force)
     if created:
         enqueue_on_commit(CLUSTERING_RUN, run_id=str(run.id))
     return run.id, created
 
 
-def clustering_trigger_users(*, users: Iterable[tuple[int, str]], trigger: str) -> tuple[int, int]:
+def clustering_trigger_users(*, users: Iterable[tuple[int, str]], trigger: str, force: bool = False
+                             ) -> tuple[int, int]:
     """Trigger clustering for each (tenant, user); returns (runs created, users that already had one)."""
-    created = [clustering_trigger(tenant_id=t, user_id=u, trigger=trigger)[1] for t, u in users]
+    created = [clustering_trigger(tenant_id=t, user_id=u, trigger=trigger, force=force)[1] for t, u in users]
     return sum(created), len(created) - sum(created)
 
 
@@ -129,9 +132,10 @@ def _wait_claimed_then_done(run: ConsolidationRun, deadline: float) -> Consolida
     return run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
 
 
-def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str) -> tuple[int, int]:
+def reflection_trigger_scopes(*, scopes: Iterable[ReflectionScope], trigger: str, force: bool = False
+                              ) -> tuple[int, int]:
     """Trigger reflection for each scope (no threshold); returns (runs created, scopes whose user was busy)."""
-    created = [reflection_trigger(scope=scope, trigger=trigger)[1] for scope in scopes]
+    created = [reflection_trigger(scope=scope, trigger=trigger, force=force)[1] for scope in scopes]
     return sum(created), len(created) - sum(created)
 
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 APPS = ("zeromem", "consolidation", "profiles")
 PURE_THIRD_PARTY = {"numpy", "pydantic"}
 # Pure modules outside a domain package (they sit with the layer that uses them, but import no Django either).
-PURE_ELSEWHERE = {"zeromem.operator.charts", "zeromem.devtools.evaluation.locomo"}
+PURE_ELSEWHERE = {"zeromem.operator.charts", "zeromem.operator.wording", "zeromem.devtools.evaluation.locomo"}
 
 # Ranks: a module may import modules of its own rank or lower. Longest matching prefix wins.
 DOMAIN, KERNEL, PROFILES, CONSOLIDATION_MODELS, CONSOLIDATION_BASE, JOBS, TRIGGERS, TASKS, INTERFACE = range(9)

@@ -10,9 +10,10 @@ resolve. Every decision is a ledger row naming the acting admin user, linked fro
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -21,10 +22,13 @@ from django.utils import timezone
 
 from consolidation.corrections.revert import COMPENSATIONS
 from consolidation.corrections.undo import UndoRefused
+from consolidation.domain.sentence_diff import SentenceChange, sentence_diff
 from consolidation.ledger import ledger_write
 from consolidation.models import LedgerEntry
+from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import Memory, MemoryRelation, RelationType
 
+SAME_SENTENCE = 0.8  # similarity from which two sentences are one statement reworded (e.g. a date anchored)
 REVIEWABLE = ("merge", "supersede", "claim.retire", "archive.uninformative", "contradiction.flagged")
 DECISIONS = {"merge": ("approve", "reject"), "supersede": ("approve", "reject"), "claim.retire": ("approve", "reject"),
              "archive.uninformative": ("approve", "reject"), "contradiction.flagged": ("resolve",)}
@@ -38,14 +42,38 @@ class ReviewRefused(UndoRefused):
     """The decision cannot be applied (already decided, not offered for this change, or the undo is refused)."""
 
 
-def review_queue(*, tenant_id: int | None = None, action: str | None = None, days: int = 30) -> QuerySet[LedgerEntry]:
-    """Changes of the last `days` nobody has decided or undone yet, newest first."""
-    entries = LedgerEntry.objects.filter(action__in=[action] if action else REVIEWABLE, undone_by__isnull=True,
-                                         reviewed_by__isnull=True,
-                                         created_at__gte=timezone.now() - timedelta(days=days))
-    if tenant_id is not None:
-        entries = entries.filter(tenant_id=tenant_id)
+@dataclass(frozen=True)
+class ReviewFilter:
+    """Which undecided changes to show; None = any. Dates are UTC days, both ends included."""
+
+    tenant_id: int | None = None
+    user_id: str | None = None
+    action: str | None = None
+    run_id: uuid.UUID | None = None
+    since: date | None = None
+    until: date | None = None
+
+
+def review_queue(*, scope: ReviewFilter = ReviewFilter(), days: int = 30) -> QuerySet[LedgerEntry]:
+    """Changes nobody has decided or undone yet, newest first: from `scope.since` (else the last `days`)."""
+    since = scope.since or (timezone.now() - timedelta(days=days)).date()
+    entries = LedgerEntry.objects.filter(action__in=[scope.action] if scope.action else REVIEWABLE,
+                                         undone_by__isnull=True, reviewed_by__isnull=True, created_at__date__gte=since)
+    wanted = {"tenant_id": scope.tenant_id, "user_id": scope.user_id, "run_id": scope.run_id,
+              "created_at__date__lte": scope.until}
+    entries = entries.filter(**{name: value for name, value in wanted.items() if value is not None})
     return entries.select_related("tenant", "run").order_by("-created_at")
+
+
+def review_states(*, run_id: uuid.UUID) -> dict[str, int]:
+    """The run's reviewable changes by where they stand: 'pending', 'undone' (by a revert or the safety net) or
+    the decision recorded ('review.approve', 'review.reject', 'review.resolve')."""
+    states: dict[str, int] = {}
+    for decision, undone in LedgerEntry.objects.filter(run_id=run_id, action__in=REVIEWABLE).values_list(
+            "reviewed_by__action", "undone_by_id"):
+        state = decision or ("undone" if undone else "pending")
+        states[state] = states.get(state, 0) + 1
+    return states
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,7 @@ class ReviewItem:
     sources: Side
     result: Side
     decisions: tuple[str, ...]
+    diff: list[SentenceChange]  # empty for a flagged contradiction: it changed nothing
 
     @property
     def scores(self) -> dict[str, Any]:
@@ -76,8 +105,24 @@ def review_items(entries: Sequence[LedgerEntry]) -> list[ReviewItem]:
         left, right = _sides(entry)
         titles = TITLES[entry.action]
         items.append(ReviewItem(entry, Side(titles[0], [_shown(i, found) for i in left]),
-                                Side(titles[1], [_shown(i, found) for i in right]), DECISIONS[entry.action]))
+                                Side(titles[1], [_shown(i, found) for i in right]), DECISIONS[entry.action],
+                                sentence_diff(*_texts(entry, found), similar=SAME_SENTENCE)))
     return items
+
+
+def _texts(entry: LedgerEntry, found: dict[str, dict[str, Any]]) -> tuple[list[str], list[str], list[str]]:
+    """(what the change read, what it wrote, what it retired) as texts, for the sentence diff."""
+    inputs, outputs = entry.inputs, entry.outputs
+    if entry.action == "merge":
+        members = [_shown(m["id"], found)["content"] for m in inputs.get("members", [])]
+        return [*([inputs["base_content"]] if inputs.get("base_content") else []), *members], [outputs["content"]], []
+    if entry.action == "supersede":
+        return [inputs["older"]["content"]], [inputs["newer"]["content"]], [inputs["older"]["content"]]
+    if entry.action == "claim.retire":
+        return [inputs["older"]["content"]], [outputs["remainder"]], [c["sentence"] for c in inputs["claims"]]
+    if entry.action == "archive.uninformative":
+        return [m["content"] for m in inputs.get("memories", [])], [], []
+    return [], [], []
 
 
 def _sides(entry: LedgerEntry) -> tuple[list[str], list[str]]:
@@ -117,6 +162,34 @@ def review_decide(*, entry_id: int, decision: str, actor: str, note: str = "",
                               inputs={"entry_id": entry.id, "action": entry.action})
         LedgerEntry.objects.filter(pk=entry.pk).update(reviewed_by=record)
     return record
+
+
+@dataclass(frozen=True)
+class Decided:
+    applied: int
+    refused: list[str]  # "#<entry id> <action>: <why>" for each change the decision could not be applied to
+
+
+def review_decide_many(*, entries: Sequence[LedgerEntry], decision: str, actor: str, note: str = "") -> Decided:
+    """The same decision for each change, each in its own transaction (one refused change leaves the others
+    decided). Changes that do not offer the decision (a flagged contradiction has no approve) are refused."""
+    applied, refused = 0, []
+    for entry in entries:
+        try:
+            review_decide(entry_id=entry.id, decision=decision, actor=actor, note=note)
+            applied += 1
+        except TransitionRefused as exc:  # undo refusals included
+            refused.append(f"#{entry.id} {entry.action}: {exc}")
+    return Decided(applied, refused)
+
+
+def review_decide_runs(*, run_ids: Sequence[uuid.UUID], decision: str, actor: str, note: str = "") -> Decided:
+    """The decision for every undecided change of the runs that offers it, newest first: a reject undoes later
+    changes before the earlier ones they may build on."""
+    entries = [entry for run_id in run_ids
+               for entry in review_queue(scope=ReviewFilter(run_id=run_id, since=date.min))
+               if decision in DECISIONS[entry.action]]
+    return review_decide_many(entries=entries, decision=decision, actor=actor, note=note)
 
 
 def _resolve_contradiction(entry: LedgerEntry, note: str) -> None:

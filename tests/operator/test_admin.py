@@ -57,7 +57,7 @@ def test_run_clustering_now_queues_one_run_per_user(staff, tenant, django_captur
     with django_capture_on_commit_callbacks() as callbacks:
         response = staff.post("/admin/zeromem/memory/", {"action": "run_clustering_now",
                                                           "_selected_action": [str(i) for i in ids]}, follow=True)
-    assert b"Clustering queued for 2 user(s)" in response.content
+    assert b"Clustering queued for 2 users; 0 already had an active run" in response.content
     assert ConsolidationRun.objects.filter(kind="clustering", status="pending", trigger="admin").count() == 2
     assert len(callbacks) == 2  # one task per run, sent after commit
 

@@ -10,6 +10,7 @@ Nothing is fetched from the internet.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,10 @@ class Page:
     name: str
     path: str
     expect: str  # text the rendered DOM must contain
+    # A form to submit from `path` (to `action`, with the page's CSRF token), as an operator's click would: the
+    # page the POST redirects to is what is shot, its one-time messages included.
+    form: dict[str, str] | None = None
+    action: str = ""
 
 
 @dataclass
@@ -102,7 +107,9 @@ def serve_as(session_key: str, upstream: str) -> Iterator[str]:
     def forward(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         query = environ.get("QUERY_STRING", "")
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        headers = {"Cookie": f"sessionid={session_key}", "Accept": environ.get("HTTP_ACCEPT", "*/*"),
+        # The client's own cookies (CSRF token, one-time messages) travel with the staff session.
+        cookies = "; ".join(c for c in (f"sessionid={session_key}", environ.get("HTTP_COOKIE", "")) if c)
+        headers = {"Cookie": cookies, "Accept": environ.get("HTTP_ACCEPT", "*/*"),
                    **({"Content-Type": environ["CONTENT_TYPE"]} if environ.get("CONTENT_TYPE") else {})}
         answer = client.request(environ["REQUEST_METHOD"], environ["PATH_INFO"] + (f"?{query}" if query else ""),
                                 content=body, headers=headers)
@@ -144,9 +151,28 @@ def screenshot_pages(pages: list[Page], *, out: Path, binary: str, say: Callable
         for page in pages:
             target = out / f"{page.name}.png"
             target.unlink(missing_ok=True)
-            dom = _chromium(binary, profile, "--dump-dom", base + page.path).stdout
-            _chromium(binary, profile, "--window-size=1400,2000", f"--screenshot={target}", base + page.path)
+            url = base + page.path if page.form is None else submitted(page, base, out)
+            dom = _chromium(binary, profile, "--dump-dom", url).stdout
+            _chromium(binary, profile, "--window-size=1400,2000", f"--screenshot={target}", url)
             size = target.stat().st_size if target.exists() else 0
             shots.append(Shot(page.name, page.path, str(target), size, page.expect in dom))
             say(f"  {page.name:<10} {page.path:<60} {size:>9,} bytes  {'ok' if page.expect in dom else 'MISSING'}")
     return shots
+
+
+_CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def submitted(page: Page, base: str, out: Path) -> str:
+    """Submit the page's form through the proxy and keep the page it leads to as a file (with a <base> so its
+    styles load from the server): a file:// URL Chromium shows as the operator saw it."""
+    assert page.form is not None
+    with httpx.Client(base_url=base, trust_env=False, timeout=120, follow_redirects=True) as browser:
+        token = _CSRF_FIELD.search(browser.get(page.path).text)
+        if token is None:
+            raise RuntimeError(f"{page.path} has no form to submit")
+        answer = browser.post(page.action, data={**page.form, "csrfmiddlewaretoken": token.group(1)},
+                              headers={"Referer": base + page.path})
+    saved = out / f"{page.name}.html"
+    saved.write_text(answer.text.replace("<head>", f'<head><base href="{base}/">', 1))
+    return saved.resolve().as_uri()

@@ -3,7 +3,7 @@ run time, no JavaScript. Every label is escaped."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
 PALETTE = ("#2b6cb0", "#38a169", "#a0aec0", "#dd6b20", "#805ad5", "#e53e3e", "#319795", "#d69e2e")
@@ -88,8 +88,10 @@ def stacked_bars(title: str, labels: Sequence[str], series: Mapping[str, Sequenc
 
 
 def horizontal_bars(title: str, items: Sequence[tuple[str, float]], *, unit: str = "", width: int = 720,
-                    threshold: float | None = None) -> str:
-    """One bar per (label, value), largest first as given; an optional threshold line (an alert level)."""
+                    threshold: float | None = None, value_words: Callable[[float], str] | None = None) -> str:
+    """One bar per (label, value), largest first as given; an optional threshold line (an alert level).
+    `value_words` writes a value (e.g. hours as "21 days"); by default the value and the unit."""
+    words = value_words or (lambda value: f"{value:,.4g} {unit}".strip())
     row, left, right = 22, 220, width - 90
     height = 40 + row * max(1, len(items))
     top = _nice_max(max([v for _, v in items] + [threshold or 0], default=0))
@@ -101,10 +103,10 @@ def horizontal_bars(title: str, items: Sequence[tuple[str, float]], *, unit: str
         body.append(f'<text x="{left - 6}" y="{y + 13}" text-anchor="end" {FONT}>{escape(label[:40])}</text>'
                     f'<rect x="{left}" y="{y}" width="{(right - left) * value / top:.1f}" height="{row - 6}" '
                     f'fill="{PALETTE[0]}"/><text x="{left + (right - left) * value / top + 4:.1f}" y="{y + 13}" '
-                    f'{FONT}>{value:,.4g} {escape(unit)}</text>')
+                    f'{FONT}>{escape(words(value))}</text>')
     if threshold is not None and items:
         x = left + (right - left) * threshold / top
         body.append(f'<line x1="{x:.1f}" y1="24" x2="{x:.1f}" y2="{height - 8}" stroke="#e53e3e" '
                     f'stroke-dasharray="4 3"/><text x="{x + 3:.1f}" y="{height - 10}" fill="#e53e3e" {FONT}>'
-                    f'alert {threshold:g} {escape(unit)}</text>')
+                    f'alert {escape(words(threshold))}</text>')
     return _frame(title, width, height, body)

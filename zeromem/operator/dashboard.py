@@ -78,7 +78,7 @@ def dashboard_figures(*, days: int = 30, tenant_id: int | None = None) -> Dashbo
         runs={o: _per_day(runs.filter(status=o), "created_at", window) for o in RUN_OUTCOMES},
         cost_by_tenant=[(names[u["tenant_id"]], float(u["cost"] or 0)) for u in usage][:15],
         tokens_by_tenant=[(names[u["tenant_id"]], int(u["calls"] or 0), int(u["tokens"] or 0)) for u in usage][:15],
-        lag=[(f"{names[t]} / {user}", hours) for t, user, hours in consolidation_lag(tenant_id)[:15]],
+        lag=[(f"{names[t]} / {user}", hours) for t, user, hours in consolidation_lag(tenant_id)[:15] if hours > 0],
         totals={"memories": memories.count(),
                 "active_semantic": memories.filter(state=MemoryState.RAW, memory_type=MemoryType.SEMANTIC).count(),
                 "runs_failed_in_window": runs.filter(status=RunStatus.FAILED, created_at__date__gte=window[0]).count(),

@@ -7,12 +7,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from consolidation.corrections.undo import memory_restore, memory_unmerge
-from consolidation.models import RunTrigger
 from consolidation.selectors import ReflectionScope
-from consolidation.triggers import clustering_trigger_users, reflection_trigger_scopes
 from zeromem.core import services
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryRelation, MemorySource, Tenant
+from zeromem.operator.actions import clustering_now, reflection_scopes_now, report_to
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -107,26 +106,31 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_embedding(self, memory: Memory) -> bool:
         return memory.embedding is not None
 
-    actions = ["run_clustering_now", "trigger_reflection", "unmerge", "restore"]
+    actions = ["run_clustering_now", "run_clustering_now_forced", "trigger_reflection", "trigger_reflection_forced",
+               "unmerge", "restore"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # memories arrive through the API
 
     @admin.action(description="Run clustering now (for the users of the selected memories)")
     def run_clustering_now(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=False))
 
-        started, joined = clustering_trigger_users(users=queryset.values_list("tenant_id", "user_id").distinct(),
-                                                   trigger=RunTrigger.ADMIN)
-        self.message_user(request, f"Clustering queued for {started} user(s); {joined} already had an active run.")
+    @admin.action(description="Run clustering now, forced (recency window and current session included)")
+    def run_clustering_now_forced(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  clustering_now(users=queryset.values_list("tenant_id", "user_id").distinct(), force=True))
 
-    @admin.action(description="Trigger reflection (for the entities of the selected memories)")
+    @admin.action(description="Reflect now (for the entities of the selected memories)")
     def trigger_reflection(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=False))
 
-        scopes = [ReflectionScope(*row) for row in queryset.values_list(
-            "tenant_id", "user_id", "entity_id", "namespace").distinct().order_by()]
-        started, busy = reflection_trigger_scopes(scopes=scopes, trigger=RunTrigger.ADMIN)
-        self.message_user(request, f"Reflection queued for {started} entity/user scope(s); {busy} skipped because "
-                                   "that user already had an active run (trigger again once it is done).")
+    @admin.action(description="Reflect now, forced (the current session included)")
+    def trigger_reflection_forced(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=True))
 
     @admin.action(description="Unmerge selected semantic memories (sources back to raw)")
     def unmerge(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
@@ -152,6 +156,11 @@ class MemoryAdmin(admin.ModelAdmin):
         self.message_user(request, f"{count} memory(ies) {done}.")
         for refusal in refusals:
             self.message_user(request, f"Refused — {refusal}", messages.ERROR)
+
+
+def _scopes(memories: QuerySet[Memory]) -> list[ReflectionScope]:
+    return [ReflectionScope(*row) for row in memories.values_list(
+        "tenant_id", "user_id", "entity_id", "namespace").distinct().order_by()]
 
 
 @admin.register(MemoryRelation)

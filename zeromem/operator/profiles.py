@@ -8,10 +8,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from consolidation.models import RunTrigger
 from consolidation.selectors import ReflectionScope
-from consolidation.triggers import reflection_trigger_scopes
 from profiles.models import MemoryProfile
+from zeromem.operator.actions import reflection_scopes_now, report_to
 
 
 @admin.register(MemoryProfile)
@@ -22,7 +21,7 @@ class MemoryProfileAdmin(admin.ModelAdmin):
     fields = ("tenant", "user_id", "entity_id", "namespace", "version", "summary", "preference_items",
               "behavior_items", "fact_items", "created_at", "updated_at")
     readonly_fields = fields
-    actions = ["trigger_reflection"]
+    actions = ["trigger_reflection", "trigger_reflection_forced"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # profiles are written by reflection
@@ -43,13 +42,19 @@ class MemoryProfileAdmin(admin.ModelAdmin):
     def fact_items(self, profile: MemoryProfile) -> str:
         return _items_table(profile.facts)
 
-    @admin.action(description="Trigger reflection for the selected profiles")
+    @admin.action(description="Reflect now (the selected profiles)")
     def trigger_reflection(self, request: HttpRequest, queryset: QuerySet[MemoryProfile]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=False))
 
-        scopes = [ReflectionScope(p.tenant_id, p.user_id, p.entity_id or None, p.namespace) for p in queryset]
-        started, busy = reflection_trigger_scopes(scopes=scopes, trigger=RunTrigger.ADMIN)
-        self.message_user(request, f"Reflection queued for {started} profile(s); {busy} skipped because that user "
-                                   "already had an active run (trigger again once it is done).")
+    @admin.action(description="Reflect now, forced (the current session included)")
+    def trigger_reflection_forced(self, request: HttpRequest, queryset: QuerySet[MemoryProfile]) -> None:
+        report_to(lambda text, level: self.message_user(request, text, level),
+                  reflection_scopes_now(scopes=_scopes(queryset), force=True))
+
+
+def _scopes(profiles: QuerySet[MemoryProfile]) -> list[ReflectionScope]:
+    return [ReflectionScope(p.tenant_id, p.user_id, p.entity_id or None, p.namespace) for p in profiles]
 
 
 def _memory_links(ids: list[str]) -> Any:
