@@ -33,10 +33,13 @@ def write_deadlocking(times: int) -> tuple[list[str], object]:
     return attempts, write
 
 
-def test_a_write_aborted_by_a_deadlock_runs_again_and_keeps_only_the_last_attempt():
+def test_a_write_aborted_by_a_deadlock_runs_again_and_keeps_only_the_last_attempt(caplog):
     attempts, write = write_deadlocking(times=2)
     write()
     assert len(attempts) == 3
+    assert [r.getMessage() for r in caplog.records if "lost to a concurrent write" in r.getMessage()] == [
+        "write: attempt 1 lost to a concurrent write (deadlock detected); running it again",
+        "write: attempt 2 lost to a concurrent write (deadlock detected); running it again"]
     assert list(Tenant.objects.filter(name__startswith="attempt-").values_list("name", flat=True)) == ["attempt-2"]
 
 

@@ -10,12 +10,14 @@ error goes up to whoever owns that transaction.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from django.db import DatabaseError, connection
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -47,7 +49,8 @@ def retry_on_contention(write: Callable[P, R]) -> Callable[P, R]:
         if connection.in_atomic_block:
             return write(*args, **kwargs)
         retrying = Retrying(retry=retry_if_exception(is_contention), stop=stop_after_attempt(ATTEMPTS),
-                            wait=wait_exponential_jitter(multiplier=0.02, max=0.5, jitter=0.05), reraise=True)
+                            wait=wait_exponential_jitter(multiplier=0.02, max=0.5, jitter=0.05), reraise=True,
+                            before_sleep=_log_retry)
         try:
             return retrying(write, *args, **kwargs)
         except (StaleRead, DatabaseError) as exc:
@@ -56,3 +59,10 @@ def retry_on_contention(write: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return retried
+
+
+def _log_retry(state: RetryCallState) -> None:
+    """Contention is answered, not hidden: each retry is a warning an operator can count."""
+    error = state.outcome.exception() if state.outcome else None
+    logger.warning("%s: attempt %d lost to a concurrent write (%s); running it again",
+                   getattr(state.fn, "__name__", "write"), state.attempt_number, str(error).partition("\n")[0])
