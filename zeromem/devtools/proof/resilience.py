@@ -83,6 +83,8 @@ class Report:
     churn_unreadable: int = 0  # acknowledged writes not found afterwards as acknowledged (lost or stale)
     churn_undeleted: int = 0  # acknowledged deletes still there afterwards
     churn_stats_drift: int = 0  # BM25 counters (terms, document totals) different from a recount
+    churn_counter_rows_per_term: float = 0.0  # delta rows search sums per term afterwards (folding keeps it ~1)
+    churn_retries: int = 0  # writes the server ran again after losing to a concurrent one (its log's warnings)
     churn_seconds: float = 0.0
     churn_requests_per_s: float = 0.0
     churn_p99_ms: float = 0.0
@@ -695,12 +697,15 @@ def churn(state: Rig, report: Report, plan: Churn, say: Say) -> None:
     finally:
         server.stop()
     _churn_verdict(state.tenant, names, acks, report, elapsed)
+    report.churn_retries = (state.logs / "gunicorn-churn.log").read_text(errors="replace").count(
+        "lost to a concurrent write")
     say(f"churn p50 / p99 ms (answers) by operation: {_latency_by_op(acks.samples)}")
     say(f"churn: {report.churn_requests} requests from {plan.clients} clients on {plan.users} users in {elapsed:.0f} s "
         f"({report.churn_requests_per_s} requests/s, p99 {report.churn_p99_ms} ms), {report.churn_errors} errors, "
-        f"{report.churn_5xx} 5xx; afterwards {report.churn_unreadable} acknowledged writes unreadable, "
-        f"{report.churn_undeleted} acknowledged deletes still there, {report.churn_stats_drift} counters off a "
-        f"recount, {report.duplicate_keys} duplicate keys")
+        f"{report.churn_5xx} 5xx, {report.churn_retries} retried; afterwards {report.churn_unreadable} acknowledged "
+        f"writes unreadable, {report.churn_undeleted} acknowledged deletes still there, "
+        f"{report.churn_stats_drift} counters off a recount ({report.churn_counter_rows_per_term} rows a term), "
+        f"{report.duplicate_keys} duplicate keys")
 
 
 def _churn_clients(base: str, key: str, users: list[str], acks: ChurnAcks, plan: Churn) -> None:
@@ -750,6 +755,7 @@ def _churn_verdict(tenant: Tenant, users: list[str], acks: ChurnAcks, report: Re
     report.churn_unreadable = sum(stored.get(memory_id) != content for memory_id, content in acks.present.items())
     report.churn_undeleted = sum(memory_id in stored for memory_id in acks.gone)
     report.churn_stats_drift = stats_drift(tenant.id, users)
+    report.churn_counter_rows_per_term = counter_rows_per_term(tenant.id, users)
     report.duplicate_keys = duplicate_keys(tenant.id)
 
 
@@ -777,6 +783,13 @@ def stats_drift(tenant_id: int, users: list[str]) -> int:
                         WHERE docs.n IS DISTINCT FROM totals.n OR docs.len IS DISTINCT FROM totals.len)""",
             {"tenant": tenant_id, "users": users})
         return int(cursor.fetchone()[0])
+
+
+def counter_rows_per_term(tenant_id: int, users: list[str]) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT count(*)::float / greatest(count(DISTINCT (user_id, term)), 1) FROM zeromem_termstat
+                           WHERE tenant_id = %s AND user_id = ANY(%s)""", [tenant_id, users])
+        return round(float(cursor.fetchone()[0]), 3)
 
 
 # The metadata key the LangGraph store keeps a memory's namespace and key under (zeromem_client.langgraph.META).

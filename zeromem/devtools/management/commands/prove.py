@@ -91,7 +91,9 @@ class Command(BaseCommand):
                 ("churn errors / 5xx", f"{result['churn_errors']} / {result['churn_5xx']}", "0 / 0"),
                 ("churn writes unreadable / deletes undone",
                  f"{result['churn_unreadable']} / {result['churn_undeleted']}", "0 / 0"),
+                ("churn retries (invisible to clients)", result["churn_retries"], ""),
                 ("churn counters off a recount", result["churn_stats_drift"], "0"),
+                ("churn counter rows a term", result["churn_counter_rows_per_term"], "~1"),
                 ("duplicate keys", result["duplicate_keys"], "0")]
         self._table(rows, result, options, widths=(42, 16))
 
