@@ -203,7 +203,9 @@ class IdempotencyKey(models.Model):
 
 class TermStat(models.Model):
     """BM25 document frequency of a lexeme within one user's memories, kept up to date at ingestion so
-    search never counts documents at query time."""
+    search never counts documents at query time. Rows are deltas (a write appends +n or -n, never updates a row),
+    so the frequency is the sum of a term's rows; a fold after each write sums them back into one row
+    (`zeromem.core.services.search_stats_fold`)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
     user_id = models.CharField(max_length=200)
@@ -211,11 +213,12 @@ class TermStat(models.Model):
     doc_count = models.IntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(name="term_stat_once", fields=["tenant", "user_id", "term"])]
+        indexes = [models.Index(name="term_stat_scope", fields=["tenant", "user_id", "term"])]
 
 
 class UserSearchStats(models.Model):
-    """Per-user document count and total document length (in lexemes), for BM25's avgdl."""
+    """Per-user document count and total document length (in lexemes), for BM25's avgdl: deltas summed, like
+    TermStat's."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
     user_id = models.CharField(max_length=200)
@@ -223,7 +226,7 @@ class UserSearchStats(models.Model):
     total_length = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(name="user_search_stats_once", fields=["tenant", "user_id"])]
+        indexes = [models.Index(name="user_search_stats_scope", fields=["tenant", "user_id"])]
 
 
 class LlmUsage(models.Model):

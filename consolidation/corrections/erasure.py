@@ -25,6 +25,7 @@ from consolidation.ledger import ledger_write, memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind
 from profiles.models import MemoryProfile
 from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.contention import retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.events import event_emit
 from zeromem.core.services import content_hash, search_stats_add, search_stats_remove
@@ -49,9 +50,11 @@ def scrub(value: Any) -> Any:
 
 def memories_delete(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], actor: str, reason: str,
                     run_id: uuid.UUID | None = None) -> int:
-    """Delete rows inside the caller's transaction (see the module docstring); returns how many."""
-    rows = list(Memory.objects.filter(tenant_id=tenant_id, id__in=list(memory_ids))
-                .values("id", "content_hash", "user_id"))
+    """Delete rows inside the caller's transaction (see the module docstring); returns how many. The rows are
+    locked first, in id order (two deletions of overlapping sets queue instead of deadlocking), so their
+    counters are taken out as they are now, not as a correction that committed meanwhile left them."""
+    rows = list(Memory.objects.select_for_update().filter(tenant_id=tenant_id, id__in=list(memory_ids))
+                .order_by("id").values("id", "content_hash", "user_id"))
     if not rows:
         return 0
     ids = [r["id"] for r in rows]
@@ -80,6 +83,7 @@ class Erasure:
         return dict(self.__dict__)
 
 
+@retry_on_contention
 def memories_erase(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], actor: str, reason: str) -> Erasure:
     """Erase memories and every trace of their text (module docstring), all in one transaction."""
     with transaction.atomic():
@@ -175,6 +179,7 @@ def _ledger_scrub(tenant_id: int, doomed: set[uuid.UUID]) -> int:
     return scrubbed
 
 
+@retry_on_contention
 def scope_erase(*, tenant_id: int, actor: str, user_id: str | None = None, entity_id: str | None = None
                 ) -> dict[str, Any]:
     """Forget a user (every memory and profile of theirs) or an entity (every memory about it, and its
@@ -192,6 +197,7 @@ def scope_erase(*, tenant_id: int, actor: str, user_id: str | None = None, entit
     return {**result.as_json(), "profiles_deleted": deleted_profiles}
 
 
+@retry_on_contention
 def memory_correct(*, tenant_id: int, memory_id: uuid.UUID, content: str, actor: str) -> Erasure:
     """New content for one memory: re-embedded, BM25 counters and entities updated, a ledger row with the old and
     new hash (no text), what was built from the old text unwound (module docstring), `memory.updated`."""

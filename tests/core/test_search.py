@@ -7,6 +7,7 @@ import uuid
 import pytest
 from django.db import connection
 
+from consolidation.corrections.erasure import memories_erase
 from tests.factories import ingest, memory_input
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.selectors import (
@@ -116,6 +117,21 @@ def test_term_statistics_count_each_memory_once(tenant):
     ingest(tenant, ["pottery class"], session="s1")  # a duplicate: not counted again
     assert TermStat.objects.get(tenant=tenant, user_id="u1", term="potteri").doc_count == 2
     assert UserSearchStats.objects.get(tenant=tenant, user_id="u1").doc_count == 3
+
+
+def test_counters_fold_back_to_one_row_a_term_and_drop_terms_no_memory_uses(tenant,
+                                                                          django_capture_on_commit_callbacks):
+    # Each write appends delta rows; the fold after its commit sums them (zeromem.core.services, BM25 statistics).
+    with django_capture_on_commit_callbacks(execute=True):
+        ids = ingest(tenant, ["pottery class", "pottery wheel"], session="s1")
+    with django_capture_on_commit_callbacks(execute=True):
+        ingest(tenant, ["pottery glaze"], session="s1")
+    with django_capture_on_commit_callbacks(execute=True):
+        memories_erase(tenant_id=tenant.id, memory_ids=[ids[1]], actor="t", reason="test")
+    counters = TermStat.objects.filter(tenant=tenant, user_id="u1")
+    assert sorted(counters.values_list("term", "doc_count")) == [("class", 1), ("glaze", 1), ("potteri", 2)]
+    totals = UserSearchStats.objects.filter(tenant=tenant, user_id="u1")
+    assert list(totals.values_list("doc_count", flat=True)) == [2]
 
 
 def test_search_endpoint_answers_ranked_results(api):

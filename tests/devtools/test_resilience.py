@@ -1,18 +1,23 @@
 """`prove resilience --quick` inside the suite: a worker killed -9 mid-run (clustering and reflection), four
-triggers at once, six faults and a short load run against gunicorn, all on real processes."""
+triggers at once, six faults, a short load run and a short churn (20 clients adding, correcting, deleting and
+searching 3 users) against gunicorn, all on real processes."""
 
 from __future__ import annotations
 
 import pytest
 
-from zeromem.devtools.proof.resilience import prove_resilience
+from zeromem.devtools.proof.resilience import Churn, prove_resilience
 
 
 @pytest.mark.django_db(transaction=True)
 def test_prove_resilience_quick(tmp_path):
-    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path).as_json()
+    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path,
+                              churn_plan=Churn(seconds=8, requests=100)).as_json()
     assert report["crash_rounds"] == 2
     assert report["lost"] == report["duplicated"] == report["unfinished_runs"] == 0, report["notes"]
     assert report["overlap_extra_runs"] == 0
     assert report["fault_cases"] >= 6 and report["fault_failures"] == 0
     assert report["load_requests"] >= 100 and report["load_errors"] == 0
+    assert report["churn_requests"] >= 100 and report["churn_errors"] == report["churn_5xx"] == 0, report["notes"]
+    assert report["churn_unreadable"] == report["churn_undeleted"] == report["churn_stats_drift"] == 0
+    assert report["duplicate_keys"] == 0

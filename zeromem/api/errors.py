@@ -23,6 +23,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from consolidation.selectors import ScopeAmbiguous, ScopeNotFound
 from consolidation.triggers import RunBusy
+from zeromem.core.contention import WriteContention
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.ratelimit import RateLimited
 from zeromem.core.selectors import InvalidCursor
@@ -125,6 +126,8 @@ TRANSLATIONS: dict[type[Exception], Callable[[Any], ApiError]] = {
                                 headers={"Retry-After": str(RUN_BUSY_RETRY_SECONDS)}),
     # Another worker moved the memory first (the conditional UPDATE found it in another state).
     TransitionRefused: lambda e: Conflict(str(e)),
+    # Concurrent writes of the same user beat every retry of this one (zeromem.core.contention): nothing written.
+    WriteContention: lambda e: ApiError(503, "busy", str(e), headers={"Retry-After": "1"}),
 }
 
 

@@ -104,13 +104,14 @@ def idempotency_key(request: HttpRequest) -> str | None:
 
 # --- memories ------------------------------------------------------------------------------------------------
 
-@router.post("/memories", response={201: StoredOut, **errors(*BODY, 409)}, summary="Store a batch of memories")
+@router.post("/memories", response={201: StoredOut, **errors(*BODY, 409, 503)}, summary="Store a batch of memories")
 def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[str, Any]]:
     """The body wraps the list: `{"memories": [...]}`, 1 to ZEROMEMORY_MAX_BATCH (1,000), stored all or nothing. An
     `Idempotency-Key` header replays the first answer (409 idempotency_conflict when reused with another body); the
     same content in the same user and session is stored once anyway. Entities and kind are filled by built-in rules
     when not given. Batches up to ZEROMEMORY_INLINE_EMBED_MAX are embedded in the request; larger ones are stored
-    first and embedded by a worker (found by keyword meanwhile)."""
+    first and embedded by a worker (found by keyword meanwhile). A write that loses to concurrent writes of the
+    same memories is run again by the server; 503 `busy` (Retry-After) only when every attempt lost."""
     scope = key_scope(request)
     for memory in payload.memories:
         scope.named_user(memory.user_id)
@@ -225,7 +226,7 @@ def relation_json(relation: MemoryRelation, memory_id: uuid.UUID) -> dict[str, A
             "created_at": relation.created_at}
 
 
-@router.delete("/memories/{memory_id}", response={200: ErasureOut, **errors(404)}, summary="Erase one memory")
+@router.delete("/memories/{memory_id}", response={200: ErasureOut, **errors(404, 503)}, summary="Erase one memory")
 def memory_erase(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
     """The memory and everything built from it: the semantic memories citing it are erased too (their other
     sources become active again), profile items citing them are removed and their text is scrubbed from the
@@ -236,7 +237,7 @@ def memory_erase(request: HttpRequest, memory_id: uuid.UUID) -> dict[str, Any]:
                           reason="erasure request").as_json()
 
 
-@router.patch("/memories/{memory_id}", response={200: MemoryOut, **errors(*BODY, 404, 409)},
+@router.patch("/memories/{memory_id}", response={200: MemoryOut, **errors(*BODY, 404, 409, 503)},
               summary="Correct a memory")
 def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn) -> Memory:
     """New content: re-embedded, search counters updated, what was built from the old text unwound, a ledger row
@@ -383,7 +384,7 @@ def run_result(run: ConsolidationRun) -> dict[str, Any]:
 
 # --- erasure and sessions ------------------------------------------------------------------------------------
 
-@router.post("/forget", response={200: ErasureOut, **errors(*BODY)}, summary="Forget a user or an entity")
+@router.post("/forget", response={200: ErasureOut, **errors(*BODY, 503)}, summary="Forget a user or an entity")
 def forget(request: HttpRequest, payload: ForgetIn) -> dict[str, Any]:
     """`{"user_id"}` forgets a user, `{"entity_id"}` (optionally with user_id) an entity: every memory about them,
     what was derived from them, their profiles, and their text in ledger rows and run results."""

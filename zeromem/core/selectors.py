@@ -145,7 +145,7 @@ EXACT_VECTOR_POOL = 5_000  # memories in a scope up to which its vector pool is 
 
 def query_terms(scope: MemoryFilter, query: str) -> QueryTerms:
     """One statement: the query's lexemes and, from the counters kept at ingestion, the scope's document count,
-    total length and the document frequency of each lexeme."""
+    total length and the document frequency of each lexeme (sums: the counters are deltas, `search_stats_add`)."""
     user = "AND user_id = %(user)s" if scope.user_id is not None else ""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -154,7 +154,7 @@ def query_terms(scope: MemoryFilter, query: str) -> QueryTerms:
                        (SELECT coalesce(json_object_agg(term, df), '{{}}'::json)
                           FROM (SELECT term, sum(doc_count) AS df FROM zeromem_termstat
                                  WHERE tenant_id = %(tenant)s {user} AND term IN (SELECT lexeme FROM lexemes)
-                                 GROUP BY term) found),
+                                 GROUP BY term HAVING sum(doc_count) > 0) found),
                        totals.docs, totals.length
                   FROM (SELECT coalesce(sum(doc_count), 0) AS docs, coalesce(sum(total_length), 0) AS length
                           FROM zeromem_usersearchstats WHERE tenant_id = %(tenant)s {user}) totals""",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -21,6 +22,7 @@ from django.utils import timezone
 from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
+from zeromem.core.contention import StaleRead, retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryType, Tenant
 
@@ -113,6 +115,7 @@ def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | No
     )
 
 
+@retry_on_contention
 def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool = True,
                     idempotency_key: str | None = None, now: datetime | None = None) -> IngestResult:
     """Store a batch of memories, all or nothing; a memory already stored (same user, session and content)
@@ -124,6 +127,7 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
     3. embed the new texts outside the transaction (or leave them for `memories_embed_pending`);
     4. in one transaction insert (a race on the dedupe constraint resolves to the winner's row), update the
        BM25 term statistics and record the idempotency key.
+    A stored text deleted between 2 and 4 makes the whole call run again (`StaleRead`), and finds it fresh.
     """
     fingerprint = request_fingerprint([item.__dict__ for item in items])
     if idempotency_key:
@@ -164,6 +168,7 @@ def _fresh_items(tenant_id: int, items: Sequence[MemoryInput]) -> tuple[list[Ded
     return keys, list(fresh.values())
 
 
+@retry_on_contention
 def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
                     progress: Callable[[int], None] | None = None) -> IngestResult:
     """Bulk import (demo, evaluation, backfills): each batch is stored all or nothing, and the next batch is
@@ -199,6 +204,9 @@ def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInp
 def _store(*, tenant_id: int, rows: list[Memory], keys: list[tuple[str, str | None, str]]) -> IngestResult:
     Memory.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     stored = _existing_ids(tenant_id=tenant_id, keys=set(keys))
+    if len(stored) < len(set(keys)):
+        # A text the duplicate check found stored was deleted since (and was not in `rows`): check again.
+        raise StaleRead("a stored memory this batch deduplicated against was deleted meanwhile")
     inserted = [r for r in rows if stored.get(_dedupe_key_of(r)) == r.id]
     search_stats_add(memory_ids=[r.id for r in inserted])
     return IngestResult(ids=[stored[k] for k in keys], created=len(inserted),
@@ -210,11 +218,30 @@ def _dedupe_key_of(memory: Memory) -> tuple[str, str | None, str]:
     return (memory.user_id, memory.session_id, memory.content_hash)
 
 
-def search_stats_add(*, memory_ids: Sequence[uuid.UUID]) -> None:
-    """Count new memories into their users' BM25 statistics (document frequencies, lengths).
+# --- BM25 statistics -------------------------------------------------------------------------------------------
+#
+# Deadlock-free by construction: a write only APPENDS delta rows (+n when memories are stored, -n when they are
+# deleted or rewritten) to zeromem_termstat and zeromem_usersearchstats, which have no unique index, so it never
+# waits on another transaction's row or index entry; search sums a term's rows (it already summed across users).
+# The only statements that delete or update these rows are the folds, and a fold first takes the scope's
+# advisory lock in a transaction of its own, after the write committed, holding no other lock: folds of one scope
+# queue on that lock, nobody holding it waits on anything but rows only its holder touches, so no cycle of waits
+# can form. A fold deletes the rows its snapshot sees and inserts their sum in the same statement; rows appended
+# meanwhile are not in its snapshot and stay, so every total is unchanged by folding and no delta is lost.
 
-    Terms are upserted in sorted order so two concurrent batches lock rows in the same order (no deadlock).
-    """
+def search_stats_add(*, memory_ids: Sequence[uuid.UUID]) -> None:
+    """Count new memories into their users' BM25 statistics (document frequencies, lengths)."""
+    _search_stats_change(memory_ids, sign=1)
+
+
+def search_stats_remove(*, memory_ids: Sequence[uuid.UUID]) -> None:
+    """Take memories about to be deleted or rewritten out of the BM25 statistics (the mirror of
+    `search_stats_add`); terms no memory uses any more disappear at the next fold."""
+    _search_stats_change(memory_ids, sign=-1)
+
+
+def _search_stats_change(memory_ids: Sequence[uuid.UUID], *, sign: int) -> None:
+    """Append the memories' counts times `sign`, and fold the terms they touched once the caller commits."""
     if not memory_ids:
         return
     ids = [str(i) for i in memory_ids]
@@ -222,50 +249,59 @@ def search_stats_add(*, memory_ids: Sequence[uuid.UUID]) -> None:
         cursor.execute(
             """
             INSERT INTO zeromem_termstat (tenant_id, user_id, term, doc_count)
-            SELECT m.tenant_id, m.user_id, t.lexeme, count(*)
+            SELECT m.tenant_id, m.user_id, t.lexeme, %s * count(*)
               FROM zeromem_memory m, unnest(m.search_vector) AS t
              WHERE m.id = ANY(%s::uuid[]) AND length(t.lexeme) <= 200
-             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-            ON CONFLICT (tenant_id, user_id, term)
-            DO UPDATE SET doc_count = zeromem_termstat.doc_count + EXCLUDED.doc_count
-            """, [ids])
+             GROUP BY 1, 2, 3
+            RETURNING tenant_id, user_id, term
+            """, [sign, ids])
+        touched: dict[tuple[int, str], list[str]] = {}
+        for tenant_id, user_id, term in cursor.fetchall():
+            touched.setdefault((tenant_id, user_id), []).append(term)
         cursor.execute(
             """
             INSERT INTO zeromem_usersearchstats (tenant_id, user_id, doc_count, total_length)
-            SELECT m.tenant_id, m.user_id, count(*), coalesce(sum(length(m.search_vector)), 0)
+            SELECT m.tenant_id, m.user_id, %s * count(*), %s * coalesce(sum(length(m.search_vector)), 0)
               FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[])
-             GROUP BY 1, 2 ORDER BY 1, 2
-            ON CONFLICT (tenant_id, user_id)
-            DO UPDATE SET doc_count = zeromem_usersearchstats.doc_count + EXCLUDED.doc_count,
-                          total_length = zeromem_usersearchstats.total_length + EXCLUDED.total_length
-            """, [ids])
+             GROUP BY 1, 2
+            RETURNING tenant_id, user_id
+            """, [sign, sign, ids])
+        for tenant_id, user_id in cursor.fetchall():
+            touched.setdefault((tenant_id, user_id), [])
+    for (tenant_id, user_id), terms in touched.items():
+        transaction.on_commit(functools.partial(search_stats_fold, tenant_id=tenant_id, user_id=user_id,
+                                                terms=terms), robust=True)
 
 
-def search_stats_remove(*, memory_ids: Sequence[uuid.UUID]) -> None:
-    """Take memories about to be deleted or rewritten out of the BM25 statistics (the mirror of
-    `search_stats_add`); terms no memory uses any more are dropped with them."""
-    if not memory_ids:
-        return
-    ids = [str(i) for i in memory_ids]
-    with connection.cursor() as cursor:
+def search_stats_fold(*, tenant_id: int, user_id: str, terms: Sequence[str]) -> None:
+    """Sum the scope's rows of these terms (and its document totals) back into one row each, dropping what sums
+    to zero; see the section comment for why this cannot deadlock or lose a delta. Search gives the same answer
+    before and after: this only keeps the rows it sums few."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended('zeromem.search_stats:' || %s || ':' || %s, 0))",
+                       [tenant_id, user_id])
         cursor.execute(
             """
-            UPDATE zeromem_termstat s SET doc_count = s.doc_count - d.n
-              FROM (SELECT m.tenant_id, m.user_id, t.lexeme AS term, count(*) AS n
-                      FROM zeromem_memory m, unnest(m.search_vector) AS t
-                     WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3) d
-             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id AND s.term = d.term
-            """, [ids])
-        cursor.execute(
-            """DELETE FROM zeromem_termstat WHERE doc_count <= 0 AND (tenant_id, user_id) IN
-                 (SELECT DISTINCT tenant_id, user_id FROM zeromem_memory WHERE id = ANY(%s::uuid[]))""", [ids])
+            WITH repeated AS (SELECT term FROM zeromem_termstat
+                               WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND term = ANY(%(terms)s)
+                               GROUP BY term HAVING count(*) > 1),
+                 folded AS (DELETE FROM zeromem_termstat
+                             WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND term IN (SELECT term FROM repeated)
+                            RETURNING term, doc_count)
+            INSERT INTO zeromem_termstat (tenant_id, user_id, term, doc_count)
+            SELECT %(tenant)s, %(user)s, term, sum(doc_count) FROM folded GROUP BY term HAVING sum(doc_count) <> 0
+            """, {"tenant": tenant_id, "user": user_id, "terms": list(terms)})
         cursor.execute(
             """
-            UPDATE zeromem_usersearchstats s SET doc_count = s.doc_count - d.n, total_length = s.total_length - d.len
-              FROM (SELECT m.tenant_id, m.user_id, count(*) AS n, coalesce(sum(length(m.search_vector)), 0) AS len
-                      FROM zeromem_memory m WHERE m.id = ANY(%s::uuid[]) GROUP BY 1, 2) d
-             WHERE s.tenant_id = d.tenant_id AND s.user_id = d.user_id
-            """, [ids])
+            WITH folded AS (DELETE FROM zeromem_usersearchstats
+                             WHERE tenant_id = %(tenant)s AND user_id = %(user)s
+                               AND (SELECT count(*) FROM zeromem_usersearchstats
+                                     WHERE tenant_id = %(tenant)s AND user_id = %(user)s) > 1
+                            RETURNING doc_count, total_length)
+            INSERT INTO zeromem_usersearchstats (tenant_id, user_id, doc_count, total_length)
+            SELECT %(tenant)s, %(user)s, sum(doc_count), sum(total_length) FROM folded
+            HAVING sum(doc_count) <> 0 OR sum(total_length) <> 0
+            """, {"tenant": tenant_id, "user": user_id})
 
 
 def memories_embed_pending(*, memory_ids: Sequence[uuid.UUID] | None = None, batch_size: int = 256,

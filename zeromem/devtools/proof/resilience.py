@@ -11,6 +11,9 @@
    with the invariants above intact (never a partial write).
 4. Load: concurrent ingest and search clients against gunicorn while a clustering run is in progress;
    throughput, p50/p99 latency and errors.
+5. Churn: many clients adding, correcting, deleting and searching the memories of the same few users at once
+   (gunicorn); no error, no 5xx, every acknowledged write readable afterwards and every acknowledged delete
+   gone, the BM25 counters equal to a recount, no caller key held by two memories.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.db import connection, connections
 from django.test import override_settings
@@ -73,6 +77,18 @@ class Report:
     load_during_clustering_share: float = 0.0
     baseline_search_p50_ms: float = 0.0  # the same clients with no job running, for comparison
     baseline_search_p99_ms: float = 0.0
+    churn_requests: int = 0
+    churn_errors: int = 0  # answers other than the operation's expected ones (5xx included), and transport errors
+    churn_5xx: int = 0
+    churn_unreadable: int = 0  # acknowledged writes not found afterwards as acknowledged (lost or stale)
+    churn_undeleted: int = 0  # acknowledged deletes still there afterwards
+    churn_stats_drift: int = 0  # BM25 counters (terms, document totals) different from a recount
+    churn_counter_rows_per_term: float = 0.0  # delta rows search sums per term afterwards (folding keeps it ~1)
+    churn_retries: int = 0  # writes the server ran again after losing to a concurrent one (its log's warnings)
+    churn_seconds: float = 0.0
+    churn_requests_per_s: float = 0.0
+    churn_p99_ms: float = 0.0
+    duplicate_keys: int = 0  # memories beyond the first holding one caller key (LangGraph store marker) in a scope
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -547,11 +563,258 @@ def _wait_http(url: str, seconds: float = 60) -> None:
     raise RuntimeError(f"{url} did not answer")
 
 
+# --- 5. churn --------------------------------------------------------------------------------------------------
+
+CHURN_WORDS = ("heron", "lantern", "quarry", "violin", "harbour", "glacier", "orchard", "compass", "ember", "saddle")
+CHURN_SHARED_TEXTS = 6  # texts per user every client adds now and then: the same text added while it is deleted
+
+
+@dataclass
+class ChurnAcks:
+    """What the server acknowledged, for the check afterwards: each client corrects and deletes only memories it
+    created, so the last acknowledged write of a memory is its state at the end."""
+
+    present: dict[str, str] = field(default_factory=dict)  # memory id → content acknowledged last
+    gone: set[str] = field(default_factory=set)
+    shared: list[str] = field(default_factory=list)  # ids answered for shared texts (any client may delete them)
+    samples: list[tuple[str, int, float, bool]] = field(default_factory=list)  # op, status, ms, expected
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class ChurnClient:
+    number: int
+    base: str
+    session: httpx.Client  # with the key
+    users: list[str]
+    acks: ChurnAcks
+    rng: random.Random
+    owned: list[tuple[str, str]] = field(default_factory=list)  # (memory id, user) created and not deleted
+    written: int = 0
+
+    def call(self, op: str, method: str, path: str, body: Any = None, expected: tuple[int, ...] = (200,)) -> Any:
+        """One request, recorded with whether its answer was one the operation expects; the answer, or None."""
+        started = time.perf_counter()
+        try:
+            response = self.session.request(method, f"{self.base}{path}", json=body)
+            status, answer = response.status_code, response.text
+        except httpx.HTTPError as exc:  # a transport error is a failed request, recorded as status 0
+            response, status, answer = None, 0, repr(exc)
+        ms = (time.perf_counter() - started) * 1000
+        ok = status in expected
+        with self.acks.lock:
+            self.acks.samples.append((op if ok else f"{op} → {status}: {answer[:160]}", status, ms, ok))
+        return response if ok else None
+
+    def text(self) -> str:
+        self.written += 1
+        return f"churn client {self.number} note {self.written} about the {self.rng.choice(CHURN_WORDS)}"
+
+
+def churn_add(client: ChurnClient) -> None:
+    user, content = client.rng.choice(client.users), client.text()
+    response = client.call("add", "POST", "/memories", {"memories": [{"content": content, "user_id": user}]},
+                           expected=(201,))
+    if response is not None:
+        memory_id = response.json()["ids"][0]
+        client.owned.append((memory_id, user))
+        with client.acks.lock:
+            client.acks.present[memory_id] = content
+
+
+def churn_add_shared(client: ChurnClient) -> None:
+    user = client.rng.choice(client.users)
+    content = f"shared note {client.rng.randrange(CHURN_SHARED_TEXTS)} about the {CHURN_WORDS[0]}"
+    response = client.call("add shared", "POST", "/memories", {"memories": [{"content": content, "user_id": user}]},
+                           expected=(201,))
+    if response is not None:
+        with client.acks.lock:
+            client.acks.shared.append(response.json()["ids"][0])
+
+
+def churn_correct(client: ChurnClient) -> None:
+    if not client.owned:
+        return churn_add(client)
+    memory_id, _ = client.rng.choice(client.owned)
+    content = client.text()
+    if client.call("correct", "PATCH", f"/memories/{memory_id}", {"content": content}) is not None:
+        with client.acks.lock:
+            client.acks.present[memory_id] = content
+
+
+def churn_delete(client: ChurnClient) -> None:
+    if not client.owned:
+        return churn_add(client)
+    memory_id, _ = client.owned.pop(client.rng.randrange(len(client.owned)))
+    if client.call("delete", "DELETE", f"/memories/{memory_id}") is not None:
+        with client.acks.lock:
+            client.acks.present.pop(memory_id, None)
+            client.acks.gone.add(memory_id)
+
+
+def churn_delete_shared(client: ChurnClient) -> None:
+    with client.acks.lock:
+        memory_id = client.rng.choice(client.acks.shared) if client.acks.shared else None
+    if memory_id is None:
+        return churn_add_shared(client)
+    client.call("delete shared", "DELETE", f"/memories/{memory_id}", expected=(200, 404))  # 404: deleted already
+
+
+def churn_search(client: ChurnClient) -> None:
+    query = " ".join(client.rng.sample(CHURN_WORDS, 2))
+    client.call("search", "POST", "/search", {"query": query, "user_id": client.rng.choice(client.users)})
+
+
+# The mix of operations (name, weight, what it does): one more kind of write is one more row and its function.
+CHURN_OPS: list[tuple[str, float, Callable[[ChurnClient], None]]] = [
+    ("add", 0.25, churn_add), ("add shared", 0.08, churn_add_shared), ("correct", 0.15, churn_correct),
+    ("delete", 0.15, churn_delete), ("delete shared", 0.07, churn_delete_shared), ("search", 0.30, churn_search),
+]
+
+
+@dataclass(frozen=True)
+class Churn:
+    seconds: float = 60.0
+    requests: int = 5_000
+    clients: int = 20
+    users: int = 3
+
+
+def churn(state: Rig, report: Report, plan: Churn, say: Say) -> None:
+    """`plan.clients` threads, each with its own connection, doing CHURN_OPS on the same `plan.users` against
+    gunicorn; then the checks of the section title against the database."""
+    key = services.apikey_create(tenant=state.tenant)[1]
+    names = [f"churn-{uuid.uuid4().hex[:6]}-{n}" for n in range(plan.users)]
+    acks = ChurnAcks()
+    port = free_port()
+    server = gunicorn(state.worker_env, state.logs / "gunicorn-churn.log", port=port).start()
+    try:
+        base = f"http://127.0.0.1:{port}/api/v1/public/memory/v2"
+        _wait_http(f"{base}/openapi.json")
+        started = time.perf_counter()
+        _churn_clients(base, key, names, acks, plan)
+        elapsed = time.perf_counter() - started
+    finally:
+        server.stop()
+    _churn_verdict(state.tenant, names, acks, report, elapsed)
+    report.churn_retries = (state.logs / "gunicorn-churn.log").read_text(errors="replace").count(
+        "lost to a concurrent write")
+    say(f"churn p50 / p99 ms (answers) by operation: {_latency_by_op(acks.samples)}")
+    say(f"churn: {report.churn_requests} requests from {plan.clients} clients on {plan.users} users in {elapsed:.0f} s "
+        f"({report.churn_requests_per_s} requests/s, p99 {report.churn_p99_ms} ms), {report.churn_errors} errors, "
+        f"{report.churn_5xx} 5xx, {report.churn_retries} retried; afterwards {report.churn_unreadable} acknowledged "
+        f"writes unreadable, {report.churn_undeleted} acknowledged deletes still there, "
+        f"{report.churn_stats_drift} counters off a recount ({report.churn_counter_rows_per_term} rows a term), "
+        f"{report.duplicate_keys} duplicate keys")
+
+
+def _churn_clients(base: str, key: str, users: list[str], acks: ChurnAcks, plan: Churn) -> None:
+    """Until `plan.seconds` have passed and `plan.requests` were answered (a busy machine answers fewer a second),
+    at most ten times `plan.seconds`."""
+    started = time.monotonic()
+    _, weights, calls = zip(*CHURN_OPS, strict=True)
+
+    def going() -> bool:
+        elapsed = time.monotonic() - started
+        return elapsed < 10 * plan.seconds and (elapsed < plan.seconds or len(acks.samples) < plan.requests)
+
+    def run(number: int) -> None:
+        rng = random.Random(f"churn-{number}")
+        with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as session:
+            client = ChurnClient(number=number, base=base, session=session, users=users, acks=acks, rng=rng)
+            while going():
+                rng.choices(calls, weights)[0](client)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(plan.clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _latency_by_op(samples: list[tuple[str, int, float, bool]]) -> str:
+    by_op: dict[str, list[float]] = {}
+    for op, _, ms, ok in samples:
+        if ok:
+            by_op.setdefault(op, []).append(ms)
+    return ", ".join(f"{op} {_percentile(times, 0.5)} / {_percentile(times, 0.99)} ({len(times)})"
+                     for op, times in sorted(by_op.items()))
+
+
+def _churn_verdict(tenant: Tenant, users: list[str], acks: ChurnAcks, report: Report, elapsed: float) -> None:
+    report.churn_requests = len(acks.samples)
+    report.churn_errors = sum(not ok for _, _, _, ok in acks.samples)
+    report.churn_5xx = sum(status >= 500 for _, status, _, _ in acks.samples)
+    report.churn_seconds = round(elapsed, 1)
+    report.churn_requests_per_s = round(len(acks.samples) / elapsed, 1) if elapsed else 0.0
+    report.churn_p99_ms = _percentile([ms for _, _, ms, _ in acks.samples], 0.99)
+    report.notes += sorted({detail for detail, _, _, ok in acks.samples if not ok})[:10]
+    stored = dict(Memory.objects.filter(tenant=tenant, id__in=list(acks.present) + list(acks.gone))
+                  .values_list("id", "content"))
+    stored = {str(memory_id): content for memory_id, content in stored.items()}
+    report.churn_unreadable = sum(stored.get(memory_id) != content for memory_id, content in acks.present.items())
+    report.churn_undeleted = sum(memory_id in stored for memory_id in acks.gone)
+    report.churn_stats_drift = stats_drift(tenant.id, users)
+    report.churn_counter_rows_per_term = counter_rows_per_term(tenant.id, users)
+    report.duplicate_keys = duplicate_keys(tenant.id)
+
+
+def stats_drift(tenant_id: int, users: list[str]) -> int:
+    """Terms whose BM25 counter (the sum of its delta rows) differs from a count of the users' memories, plus
+    users whose document count or total length differs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """WITH actual AS (SELECT m.user_id, t.lexeme AS term, count(*) AS n
+                                 FROM zeromem_memory m, unnest(m.search_vector) t
+                                WHERE m.tenant_id = %(tenant)s AND m.user_id = ANY(%(users)s)
+                                  AND length(t.lexeme) <= 200 GROUP BY 1, 2),
+                    counted AS (SELECT user_id, term, sum(doc_count) AS n FROM zeromem_termstat
+                                 WHERE tenant_id = %(tenant)s AND user_id = ANY(%(users)s)
+                                 GROUP BY 1, 2 HAVING sum(doc_count) <> 0),
+                    docs AS (SELECT user_id, count(*) AS n, sum(length(search_vector)) AS len FROM zeromem_memory
+                              WHERE tenant_id = %(tenant)s AND user_id = ANY(%(users)s) GROUP BY 1),
+                    totals AS (SELECT user_id, sum(doc_count) AS n, sum(total_length) AS len
+                                 FROM zeromem_usersearchstats
+                                WHERE tenant_id = %(tenant)s AND user_id = ANY(%(users)s) GROUP BY 1
+                               HAVING sum(doc_count) <> 0)
+               SELECT (SELECT count(*) FROM actual FULL JOIN counted USING (user_id, term)
+                        WHERE actual.n IS DISTINCT FROM counted.n)
+                    + (SELECT count(*) FROM docs FULL JOIN totals USING (user_id)
+                        WHERE docs.n IS DISTINCT FROM totals.n OR docs.len IS DISTINCT FROM totals.len)""",
+            {"tenant": tenant_id, "users": users})
+        return int(cursor.fetchone()[0])
+
+
+def counter_rows_per_term(tenant_id: int, users: list[str]) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT count(*)::float / greatest(count(DISTINCT (user_id, term)), 1) FROM zeromem_termstat
+                           WHERE tenant_id = %s AND user_id = ANY(%s)""", [tenant_id, users])
+        return round(float(cursor.fetchone()[0]), 3)
+
+
+# The metadata key the LangGraph store keeps a memory's namespace and key under (zeromem_client.langgraph.META).
+KEY_MARKER = "langgraph"
+
+
+def duplicate_keys(tenant_id: int) -> int:
+    """Memories beyond the first that hold the same caller key (LangGraph store marker) in one scope."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT coalesce(sum(n - 1), 0) FROM (
+                 SELECT count(*) AS n FROM zeromem_memory WHERE tenant_id = %(tenant)s AND metadata ? %(marker)s
+                  GROUP BY user_id, entity_id, namespace, metadata -> %(marker)s -> 'namespace',
+                           metadata -> %(marker)s -> 'key') keys""",
+            {"tenant": tenant_id, "marker": KEY_MARKER})
+        return int(cursor.fetchone()[0])
+
+
 # --- all of it -------------------------------------------------------------------------------------------------
 
 def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, logs: Path,
-                     say: Say = lambda line: None, overlap_only: int = 0) -> Report:
-    """Everything; or, with `overlap_only` N, only the overlapping triggers, N times (its repeatability check)."""
+                     say: Say = lambda line: None, overlap_only: int = 0, churn_plan: Churn = Churn(),
+                     churn_only: bool = False) -> Report:
+    """Everything; or, with `overlap_only` N, only the overlapping triggers, N times (its repeatability check);
+    or, with `churn_only`, only the churn."""
     report = Report()
     logs.mkdir(parents=True, exist_ok=True)
     with override_settings(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_RATE_LIMIT_REQUESTS=0,
@@ -560,8 +823,10 @@ def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, lo
             for _ in range(overlap_only):
                 overlap(state, report, say)
             return report
-        crash_rounds(state, report, rounds, say)
-        overlap(state, report, say)
-        fault_cases(state, report, say)
-        load(state, report, requests=load_requests, seconds=load_seconds, clients=4, say=say)
+        if not churn_only:
+            crash_rounds(state, report, rounds, say)
+            overlap(state, report, say)
+            fault_cases(state, report, say)
+            load(state, report, requests=load_requests, seconds=load_seconds, clients=4, say=say)
+        churn(state, report, churn_plan, say)
     return report

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from zeromem.devtools.proof.deployment import prove_deployment
-from zeromem.devtools.proof.resilience import prove_resilience
+from zeromem.devtools.proof.resilience import Churn, prove_resilience
 from zeromem.devtools.proof.security import prove_security
 
 
@@ -30,6 +30,8 @@ class Command(BaseCommand):
                                 help="crash rounds per kind (clustering, reflection); default 20, quick 1")
         resilience.add_argument("--overlap-only", type=int, default=0, metavar="N",
                                 help="only the overlapping-triggers check, N times in a row (its repeatability)")
+        resilience.add_argument("--churn-only", action="store_true",
+                                help="only the churn (20 clients adding, correcting, deleting, searching 3 users)")
         resilience.add_argument("--json", action="store_true")
         deployment = sub.add_parser("deployment", help="docker-compose.yml's migrate, web, worker and beat, checked")
         deployment.add_argument("--quick", action="store_true",
@@ -70,7 +72,8 @@ class Command(BaseCommand):
         report = prove_resilience(rounds=options["rounds"] or (1 if quick else 20),
                                   load_requests=300 if quick else 6000, load_seconds=60 if quick else 600,
                                   logs=settings.BASE_DIR / "var" / "prove-resilience", say=self.stderr.write,
-                                  overlap_only=options["overlap_only"])
+                                  overlap_only=options["overlap_only"], churn_only=options["churn_only"],
+                                  churn_plan=Churn(seconds=8, requests=100) if quick else Churn())
         result = report.as_json()
         rows = [("crash rounds (killed mid-run)", f"{result['crash_rounds']} ({result['killed_mid_run']})", "≥ 40"),
                 ("lost", result["lost"], "0"), ("duplicated", result["duplicated"], "0"),
@@ -83,8 +86,17 @@ class Command(BaseCommand):
                  "p99 ≤ 100 (aim)"),
                 ("search p50 / p99 ms, no job running",
                  f"{result['baseline_search_p50_ms']} / {result['baseline_search_p99_ms']}", ""),
-                ("requests/s", result["load_requests_per_s"], "")]
-        self._table(rows, result, options, widths=(34, 16))
+                ("requests/s", result["load_requests_per_s"], ""),
+                ("churn requests (requests/s)", f"{result['churn_requests']} ({result['churn_requests_per_s']})",
+                 "≥ 5,000"),
+                ("churn errors / 5xx", f"{result['churn_errors']} / {result['churn_5xx']}", "0 / 0"),
+                ("churn writes unreadable / deletes undone",
+                 f"{result['churn_unreadable']} / {result['churn_undeleted']}", "0 / 0"),
+                ("churn retries (invisible to clients)", result["churn_retries"], ""),
+                ("churn counters off a recount", result["churn_stats_drift"], "0"),
+                ("churn counter rows a term", result["churn_counter_rows_per_term"], "~1"),
+                ("duplicate keys", result["duplicate_keys"], "0")]
+        self._table(rows, result, options, widths=(42, 16))
 
     def _security(self, options: dict[str, Any]) -> None:
         report = prove_security(fuzz_per_operation=options["fuzz_per_operation"], say=self.stderr.write)
