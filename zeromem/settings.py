@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from zeromem import devservices
+from zeromem.core.domain.policy import policy_fields
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -209,21 +210,8 @@ ZEROMEMORY_SEARCH_CONFIG = env_choice("ZEROMEMORY_SEARCH_CONFIG", "english", {
     "swedish", "norwegian", "danish", "finnish", "hungarian", "romanian", "turkish", "arabic", "indonesian"})
 ZEROMEMORY_MAX_CONTENT_CHARS = env_int("ZEROMEMORY_MAX_CONTENT_CHARS", 16_000, minimum=100, maximum=1_000_000)
 ZEROMEMORY_MAX_BATCH = env_int("ZEROMEMORY_MAX_BATCH", 1000, minimum=1, maximum=10_000)
-# Hybrid search: weight of the cosine similarity against the max-normalised BM25 score.
-ZEROMEMORY_SEARCH_VECTOR_WEIGHT = env_float("ZEROMEMORY_SEARCH_VECTOR_WEIGHT", 0.5, minimum=0.0, maximum=1.0)
-# BM25 length normalisation (b): 0 ignores length, 1 divides fully by it.
-ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0.0, maximum=1.0)
-# Hits scored at or below this are not returned. At the default 0 that drops exactly the hits that share no word
-# with the query and point away from it (cosine <= 0): noise that filled the top k, not answers. A higher floor
-# also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
-ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
 # How long a web process keeps an authenticated API key: a revoked key is refused everywhere within this time.
 ZEROMEMORY_KEY_CACHE_SECONDS = env_float("ZEROMEMORY_KEY_CACHE_SECONDS", 5.0, minimum=0.0, maximum=300.0)
-ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
-# An assistant's turn (role "assistant") ranks at this share of its score: what the user said about themselves is
-# the memory; the assistant's long generic answers share the question's words and would crowd it out (LongMemEval
-# knowledge updates, ARCHITECTURE.md "Quality"). 1 ranks them alike.
-ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = env_float("ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
 
 # The Celery worker lowers its own CPU priority by this much (os.nice) at start: consolidation yields the CPU to the
 # web tier's searches on a shared machine. 0 = same priority.
@@ -256,31 +244,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-# --- clustering (ARCHITECTURE.md, "Jobs") -----------------------------------------------------------------------------
-# The cosine floor is calibrated for the configured embedder: all-MiniLM-L6-v2 scores paraphrases 0.60–0.95
-# and unrelated pairs <= 0.30 (the commonly published 0.75 misses 3 of 10 paraphrases with this model).
-# Measured with `bench calibrate` (same-fact pairs 0.81–0.96, related 0.25–0.72, unrelated <= 0.06) and tuned
-# on LoCoMo with `evaluate locomo` together with the cluster size and merged length below (README).
-ZEROMEMORY_CLUSTER_COSINE_FLOOR = env_float("ZEROMEMORY_CLUSTER_COSINE_FLOOR", 0.55, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_FACT_JACCARD = env_float("ZEROMEMORY_CLUSTER_FACT_JACCARD", 0.5, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, minimum=0.0, maximum=1.0)
-# Union-find never grows a cluster past this (ARCHITECTURE.md caps it at 20). Small, tight clusters keep what an agent
-# retrieves within a context budget as good as before clustering; at 20, LoCoMo budget recall fell by 0.02.
-ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 4, minimum=2, maximum=20)
-# A tag with this prefix names the window of a memory whose `window` field is empty ("window:outage"), so events that
-# carry their window as a tag never cluster across windows. Per tenant: `Tenant.overrides["window_tag_prefix"]`.
-ZEROMEMORY_WINDOW_TAG_PREFIX = os.environ.get("ZEROMEMORY_WINDOW_TAG_PREFIX", "window:").strip()  # "" = off
-# A window with at least this many memories also gets one digest per clustering run that folds the window.
-ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minimum=2, maximum=100_000)
-# A merged memory is dated by its newest source (what an agent sees): its members may span at most this many days,
-# so it never presents a months-old statement as recent. 0 = no limit.
-# Second level: episodes the first level clustered with nothing pair up within their session at this looser cosine
-# (turns of one conversation about one thing, worded apart); 0 = off.
-ZEROMEMORY_CLUSTER_SESSION_FLOOR = env_float("ZEROMEMORY_CLUSTER_SESSION_FLOOR", 0.3, minimum=0.0, maximum=1.0)
-# Third level: what a run writes for one session (semantic memories and episodes left as said) folds together at
-# this cosine of the members' mean vectors while the text fits ZEROMEMORY_MERGED_MAX_CHARS in one piece; 0 = off.
-ZEROMEMORY_CLUSTER_FOLD_FLOOR = env_float("ZEROMEMORY_CLUSTER_FOLD_FLOOR", 0.15, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
+# --- clustering (ARCHITECTURE.md, "Jobs"; its calibration is the policy's) ------------------------------------
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
 # one conditional UPDATE for the chunk (its webhook deliveries included). A chunk's PostgreSQL work (mostly inserting
 # vectors into the HNSW index) is a burst searches wait behind on a small machine (bench search, 2 cores: search p99
@@ -292,15 +256,6 @@ ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK",
 # 0 = a task per run.
 ZEROMEMORY_CLUSTERING_BATCH_EPISODES = env_int("ZEROMEMORY_CLUSTERING_BATCH_EPISODES", 500, minimum=0,
                                                maximum=100_000)
-ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
-# Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
-# A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
-# this keeps up to the embedder's input limit (1,000 characters).
-ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
-# Two sentences of one speaker in a cluster, with the same values and a content word in common, say the same thing
-# (the longer one is kept) when their vectors are at least this similar (MiniLM: same-fact pairs 0.81–0.95).
-ZEROMEMORY_MERGE_PARAPHRASE_COSINE = env_float("ZEROMEMORY_MERGE_PARAPHRASE_COSINE", 0.85, minimum=0.5,
-                                               maximum=1.0)
 
 # --- reflection and LLM calls (ARCHITECTURE.md, "Jobs") ---------------------------------------------------------------
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider
@@ -317,45 +272,12 @@ ZEROMEMORY_LLM_ATTEMPTS = env_int("ZEROMEMORY_LLM_ATTEMPTS", 4, minimum=1, maxim
 ZEROMEMORY_LLM_BACKOFF_SECONDS = env_float("ZEROMEMORY_LLM_BACKOFF_SECONDS", 2.0, minimum=0.0, maximum=60.0)
 ZEROMEMORY_LLM_CONCURRENCY = env_int("ZEROMEMORY_LLM_CONCURRENCY", 3, minimum=1, maximum=32)
 ZEROMEMORY_LLM_MAX_TOKENS = env_int("ZEROMEMORY_LLM_MAX_TOKENS", 1200, minimum=100, maximum=32_000)
-# Eligibility: an entity with this many unreflected inputs, a user with this many that carry no entity_id.
-ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD", 10, minimum=1,
-                                                 maximum=100_000)
-ZEROMEMORY_REFLECTION_USER_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_USER_THRESHOLD", 50, minimum=1,
-                                               maximum=100_000)
-# Each call: the BATCH most important of the WINDOW most recent inputs; the run repeats while MIN_REMAINING
-# inputs remain, up to MAX_CALLS calls.
-ZEROMEMORY_REFLECTION_WINDOW = env_int("ZEROMEMORY_REFLECTION_WINDOW", 50, minimum=1, maximum=1000)
-ZEROMEMORY_REFLECTION_BATCH = env_int("ZEROMEMORY_REFLECTION_BATCH", 15, minimum=1, maximum=200)
-ZEROMEMORY_REFLECTION_MIN_REMAINING = env_int("ZEROMEMORY_REFLECTION_MIN_REMAINING", 10, minimum=1, maximum=1000)
-ZEROMEMORY_REFLECTION_MAX_CALLS = env_int("ZEROMEMORY_REFLECTION_MAX_CALLS", 10, minimum=1, maximum=1000)
-# With an LLM, the entities of one user share calls of up to this many memories (at most BATCH of one entity):
-# most entities have 10–20 eligible memories, and a call each would pay the prompt's overhead every time.
-ZEROMEMORY_REFLECTION_SHARED_CALL = env_int("ZEROMEMORY_REFLECTION_SHARED_CALL", 40, minimum=1, maximum=400)
-ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONFIDENCE", 0.6, minimum=0.0,
-                                                 maximum=1.0)
-# GET /profile: an item first said (valid_from, else first_seen) within this many days is "recent", an older one
-# "static".
-ZEROMEMORY_PROFILE_RECENT_DAYS = env_int("ZEROMEMORY_PROFILE_RECENT_DAYS", 30, minimum=1, maximum=36_500)
 # The reflect endpoint waits this long for its run before answering 202 with the run id.
 ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
-# With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.
-ZEROMEMORY_EXTRACTION_PHASE = env_bool("ZEROMEMORY_EXTRACTION_PHASE", False)
 
-# --- lifecycle (ARCHITECTURE.md, "Jobs"); each is overridable per tenant in Tenant.overrides under the lower-case name
-# after ZEROMEMORY_ (e.g. {"decay_half_life_days": 14, "purge_days": 7}) ------------------------------------------
-# activation = importance × 2^(−days since last access (or creation) / half-life)
-ZEROMEMORY_DECAY_HALF_LIFE_DAYS = env_float("ZEROMEMORY_DECAY_HALF_LIFE_DAYS", 30.0, minimum=0.1, maximum=36_500.0)
-# Raw memories whose activation falls below this and whose importance is below the keep floor are archived.
-ZEROMEMORY_ARCHIVE_THRESHOLD = env_float("ZEROMEMORY_ARCHIVE_THRESHOLD", 0.05, minimum=0.0, maximum=1.0)
-ZEROMEMORY_KEEP_FLOOR = env_float("ZEROMEMORY_KEEP_FLOOR", 0.7, minimum=0.0, maximum=1.0)
-# Consolidated episodic memories older than this with importance below RETENTION_IMPORTANCE are archived.
-ZEROMEMORY_RETENTION_DAYS = env_float("ZEROMEMORY_RETENTION_DAYS", 90.0, minimum=0.0, maximum=36_500.0)
-ZEROMEMORY_RETENTION_IMPORTANCE = env_float("ZEROMEMORY_RETENTION_IMPORTANCE", 0.5, minimum=0.0, maximum=1.0)
-# Archived memories are deleted this long after archiving (provenance keeps their id and content hash).
-ZEROMEMORY_PURGE_DAYS = env_float("ZEROMEMORY_PURGE_DAYS", 30.0, minimum=0.0, maximum=36_500.0)
+# --- lifecycle (ARCHITECTURE.md, "Jobs"; its thresholds are the policy's) -------------------------------------
+# Memories archived or deleted per transaction.
 ZEROMEMORY_LIFECYCLE_BATCH = env_int("ZEROMEMORY_LIFECYCLE_BATCH", 1000, minimum=1, maximum=100_000)
-# Feedback moves reward_score this share of the way towards +1 (useful) or −1 (not useful).
-ZEROMEMORY_FEEDBACK_STEP = env_float("ZEROMEMORY_FEEDBACK_STEP", 0.2, minimum=0.01, maximum=1.0)
 
 # --- webhooks ---------------------------------------------------------------------------------------------------
 ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1,
@@ -381,11 +303,10 @@ ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minim
 # Bearer token for GET /metrics (Prometheus); empty = the endpoint answers 403.
 ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip()
 
-# Retrieval safety net (issue 9): canary queries replayed before and after each clustering / reflection run;
-# a drop in mean budget recall above the limit undoes the run. `evaluate` turns it off.
-ZEROMEMORY_CANARIES = env_bool("ZEROMEMORY_CANARIES", True)
-ZEROMEMORY_CANARY_MAX_DROP = env_float("ZEROMEMORY_CANARY_MAX_DROP", 0.05, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CANARY_SAMPLE = env_int("ZEROMEMORY_CANARY_SAMPLE", 20, minimum=0, maximum=500)
-# Sampled canaries cost two searches each: a run samples at most one per memory it consolidates, and none when it
-# consolidates fewer than this (an operator's own canaries always run).
-ZEROMEMORY_CANARY_MIN_CONSOLIDATED = env_int("ZEROMEMORY_CANARY_MIN_CONSOLIDATED", 4, minimum=0, maximum=100_000)
+# --- the policy -------------------------------------------------------------------------------------------------
+# Algorithm calibration (cluster floors, merge lengths, reflection sizes, search weights, lifecycle thresholds,
+# canaries) is the policy, with defaults in code and overrides per tenant (zeromem/core/domain/policy.py). A variable
+# that moved there would now be silently ignored: start-up refuses it and says where it went.
+_moved = [field for field in policy_fields() if field.moved_from in os.environ]
+if _moved:
+    raise ImproperlyConfigured("; ".join(field.moved_message() for field in _moved) + ". Unset the variable.")

@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.utils.safestring import SafeString
 
 from consolidation.models import (
     Canary,
@@ -15,6 +16,7 @@ from consolidation.models import (
     WebhookEndpoint,
 )
 from zeromem.models import Memory
+from zeromem.operator.policies import policy_table
 
 
 class LedgerInline(admin.TabularInline):
@@ -34,8 +36,13 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status", "trigger", "tenant")
     search_fields = ("user_id", "entity_id", "=id")
     date_hierarchy = "created_at"
-    readonly_fields = [f.name for f in ConsolidationRun._meta.fields]
+    readonly_fields = [*(f.name for f in ConsolidationRun._meta.fields if f.name != "policy"), "policy_used"]
     inlines = [LedgerInline]
+
+    @admin.display(description="policy")
+    def policy_used(self, run: ConsolidationRun) -> SafeString:
+        """The policy the run worked under, what differs from the defaults in bold."""
+        return policy_table(run.policy)
 
 
 @admin.register(LedgerEntry)
@@ -103,7 +110,7 @@ class CanaryForm(forms.ModelForm):
 @admin.register(Canary)
 class CanaryAdmin(admin.ModelAdmin):
     """Queries that must keep finding their memories: replayed before and after every clustering and
-    reflection run of the user; a run that makes them worse is undone (ZEROMEMORY_CANARY_MAX_DROP)."""
+    reflection run of the user; a run that makes them worse is undone (the policy's canaries.max_drop)."""
 
     form = CanaryForm
     list_display = ("query", "tenant", "user_id", "active", "created_at")
