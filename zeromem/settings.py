@@ -102,8 +102,12 @@ def embedded_urls() -> devservices.ServiceUrls:
     )
 
 
+# Django's debug mode: tracebacks in pages, and no secret key needed. Never in production.
 DEBUG = env_bool("ZEROMEMORY_DEBUG", False)
+# Local mode (no secret key needed): no DATABASE_URL, or ZEROMEM_EMBEDDED=1, which `manage.py` and the test plugin
+# set when they start the embedded PostgreSQL and Valkey and export their URLs.
 EMBEDDED_SERVICES = not os.environ.get("DATABASE_URL") or os.environ.get("ZEROMEM_EMBEDDED") == "1"
+# Django's secret key (sessions, CSRF), at least 32 characters; required against a real database.
 SECRET_KEY = os.environ.get("ZEROMEMORY_SECRET_KEY", "")
 if SECRET_KEY and len(SECRET_KEY) < 32:
     raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be at least 32 characters")
@@ -111,11 +115,14 @@ if not SECRET_KEY:
     if not (DEBUG or EMBEDDED_SERVICES):
         raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be set when running against a real database")
     SECRET_KEY = "dev-only-insecure-key-for-the-embedded-services"  # noqa: S105 - local mode only
+# The host names this server answers to, comma-separated.
 ALLOWED_HOSTS = [h.strip() for h in env_str("ZEROMEMORY_ALLOWED_HOSTS", "localhost,127.0.0.1,testserver").split(",")
                  if h.strip()]
 
 _embedded = embedded_urls()
+# PostgreSQL with pgvector, as postgresql://user:password@host:port/database.
 DATABASES = {"default": database_config(env_str("DATABASE_URL", _embedded.database_url))}
+# The Celery broker and result store (Valkey or Redis), as redis://host:port/0.
 REDIS_URL = redis_url(env_str("REDIS_URL", _embedded.redis_url))
 
 INSTALLED_APPS = [
@@ -161,6 +168,7 @@ FORMS_URLFIELD_ASSUME_HTTPS = True  # the Django 6 default, today
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
+# Where `collectstatic` puts the admin's static files (the image collects them at build).
 STATIC_ROOT = Path(env_str("ZEROMEMORY_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 # WhiteNoise serves what `collectstatic` put in STATIC_ROOT (the image collects at build) and, through the finders,
 # the apps' own static files where nothing was collected (a checkout): the admin renders either way.
@@ -183,10 +191,11 @@ LOGGING = {
     "loggers": {name: {"level": LOG_LEVEL} for name in ("zeromem", "consolidation", "profiles", "celery")},
 }
 
-# --- zeromem ---------------------------------------------------------------------------------------------
+# --- embedding, search and requests ----------------------------------------------------------------------
 # Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, int8 ONNX), "builtin:hash" (deterministic, meaning-free;
 # tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
+# The embedding model's vector dimension, fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_DIM = env_int("ZEROMEMORY_EMBEDDING_DIM", 384, minimum=8, maximum=4000)
 if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM != 384:
     raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
@@ -208,7 +217,9 @@ ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum
 ZEROMEMORY_SEARCH_CONFIG = env_choice("ZEROMEMORY_SEARCH_CONFIG", "english", {
     "simple", "english", "german", "french", "spanish", "italian", "portuguese", "dutch", "russian",
     "swedish", "norwegian", "danish", "finnish", "hungarian", "romanian", "turkish", "arabic", "indonesian"})
+# The longest memory accepted, in characters.
 ZEROMEMORY_MAX_CONTENT_CHARS = env_int("ZEROMEMORY_MAX_CONTENT_CHARS", 16_000, minimum=100, maximum=1_000_000)
+# Memories one POST /memories may store at most.
 ZEROMEMORY_MAX_BATCH = env_int("ZEROMEMORY_MAX_BATCH", 1000, minimum=1, maximum=10_000)
 # How long a web process keeps an authenticated API key: a revoked key is refused everywhere within this time.
 ZEROMEMORY_KEY_CACHE_SECONDS = env_float("ZEROMEMORY_KEY_CACHE_SECONDS", 5.0, minimum=0.0, maximum=300.0)
@@ -261,16 +272,22 @@ ZEROMEMORY_CLUSTERING_BATCH_EPISODES = env_int("ZEROMEMORY_CLUSTERING_BATCH_EPIS
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider
 # credentials are configured), then the default: "builtin:extractive" (deterministic, no network).
 ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
+# The model used when neither the variable above nor the tenant's allowed models name one.
 ZEROMEMORY_DEFAULT_REFLECTION_MODEL = env_str("ZEROMEMORY_DEFAULT_REFLECTION_MODEL", "builtin:extractive")
 # Optional OpenAI-compatible endpoint and key for the LLM (e.g. a local vLLM/Ollama server); otherwise litellm
 # reads the provider's own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
 ZEROMEMORY_LLM_API_BASE = os.environ.get("ZEROMEMORY_LLM_API_BASE", "").strip() or None
+# The key for that endpoint.
 ZEROMEMORY_LLM_API_KEY = os.environ.get("ZEROMEMORY_LLM_API_KEY", "").strip() or None
+# Seconds one LLM call may take.
 ZEROMEMORY_LLM_TIMEOUT_SECONDS = env_float("ZEROMEMORY_LLM_TIMEOUT_SECONDS", 60.0, minimum=0.1, maximum=600.0)
 # Attempts per call on 429 / 5xx / timeouts / connection errors, with exponential backoff and jitter.
 ZEROMEMORY_LLM_ATTEMPTS = env_int("ZEROMEMORY_LLM_ATTEMPTS", 4, minimum=1, maximum=10)
+# The first wait between two attempts (it grows exponentially).
 ZEROMEMORY_LLM_BACKOFF_SECONDS = env_float("ZEROMEMORY_LLM_BACKOFF_SECONDS", 2.0, minimum=0.0, maximum=60.0)
+# LLM calls made at once.
 ZEROMEMORY_LLM_CONCURRENCY = env_int("ZEROMEMORY_LLM_CONCURRENCY", 3, minimum=1, maximum=32)
+# The longest answer an LLM call may give, in tokens.
 ZEROMEMORY_LLM_MAX_TOKENS = env_int("ZEROMEMORY_LLM_MAX_TOKENS", 1200, minimum=100, maximum=32_000)
 # The reflect endpoint waits this long for its run before answering 202 with the run id.
 ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
@@ -280,15 +297,19 @@ ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 2
 ZEROMEMORY_LIFECYCLE_BATCH = env_int("ZEROMEMORY_LIFECYCLE_BATCH", 1000, minimum=1, maximum=100_000)
 
 # --- webhooks ---------------------------------------------------------------------------------------------------
+# Seconds a webhook receiver has to answer.
 ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1,
                                                maximum=120.0)
+# Deliveries of one event tried before it is marked failed.
 ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS = env_int("ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=50)
+# The first retry delay of a failed delivery (doubles on each retry).
 ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = env_float("ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0,
                                                maximum=3600.0)
 
 # --- API limits -------------------------------------------------------------------------------------------------
 # Requests per API key per window (0 = no limit); past it: 429 with Retry-After.
 ZEROMEMORY_RATE_LIMIT_REQUESTS = env_int("ZEROMEMORY_RATE_LIMIT_REQUESTS", 1200, minimum=0, maximum=10_000_000)
+# The rate limit's window, in seconds.
 ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1, maximum=86_400)
 # Memories dated further in the future than this are refused (a far-future date would pin the "current session").
 ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)

@@ -60,9 +60,9 @@ class ClusteringPolicy(Section):
         30, "The members of one merged memory span at most this many days: it is dated by its newest source, so "
         "it never presents a months-old statement as recent; 0 = no limit.",
         moved_from="ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", ge=0, le=36_500)
-    recency_window_hours: int = setting(
-        48, "Episodes younger than this are left for a later run (unless the run is forced): a conversation "
-        "under way is not folded yet.", moved_from="ZEROMEMORY_RECENCY_WINDOW_HOURS", ge=0, le=24 * 365)
+    recency_window_hours: float = setting(
+        48.0, "Episodes younger than this are left for a later run (unless the run is forced): a conversation "
+        "under way is not folded yet.", moved_from="ZEROMEMORY_RECENCY_WINDOW_HOURS", ge=0.0, le=24.0 * 365)
     window_tag_prefix: str = setting(
         "window:", "A tag with this prefix names the window of a memory whose `window` field is empty "
         "(\"window:outage\"), so events that carry their window as a tag never cluster across windows; \"\" = off.",
@@ -250,11 +250,14 @@ def _explained(error: ValidationError) -> str:
 
 @dataclass(frozen=True)
 class PolicyField:
-    """One field as docs and settings see it: "section.name", its type, default, meaning and former variable."""
+    """One field as docs and settings see it: "section.name", its type, default, bounds (None: unbounded), meaning
+    and the environment variable it replaced."""
 
     path: str
     type: str
     default: Any
+    minimum: float | None
+    maximum: float | None
     description: str
     moved_from: str
 
@@ -270,5 +273,7 @@ def policy_fields() -> Iterator[PolicyField]:
     for section, model in SECTIONS.items():
         for name, info in model.model_fields.items():
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            bounds = {bound: getattr(m, bound) for m in info.metadata for bound in ("ge", "le") if hasattr(m, bound)}
             yield PolicyField(f"{section}.{name}", getattr(info.annotation, "__name__", str(info.annotation)),
-                              info.default, info.description or "", str(extra.get("moved_from", "")))
+                              info.default, bounds.get("ge"), bounds.get("le"), info.description or "",
+                              str(extra.get("moved_from", "")))
