@@ -328,6 +328,6 @@ ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip(
 # Algorithm calibration (cluster floors, merge lengths, reflection sizes, search weights, lifecycle thresholds,
 # canaries) is the policy, with defaults in code and overrides per tenant (zeromem/core/domain/policy.py). A variable
 # that moved there would now be silently ignored: start-up refuses it and says where it went.
-_moved = [field for field in policy_fields() if field.moved_from in os.environ]
+_moved = [field for field in policy_fields() if field.moved_from and field.moved_from in os.environ]
 if _moved:
     raise ImproperlyConfigured("; ".join(field.moved_message() for field in _moved) + ". Unset the variable.")

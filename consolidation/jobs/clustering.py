@@ -122,7 +122,7 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # two statements share.
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
-    updates = updates_plan(loaded, common, judge)
+    updates = updates_plan(loaded, common, judge, policy.updates)
     plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
                 retirements=updates.retirements)
     # A superseded statement is archived and a memory with retired claims folds into its remainder: neither
@@ -504,7 +504,7 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(invalid))
     started, queries = time.perf_counter(), query_cache_stats()
     plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force, policy=policy,
-                           judge=update_judge(run=run, tenant=tenant))
+                           judge=update_judge(run=run, tenant=tenant, policy=policy.updates))
     planned = time.perf_counter()
     claim_vectors = retirement_vectors(plan.retirements)
     embedded = time.perf_counter()

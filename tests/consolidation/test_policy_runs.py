@@ -8,7 +8,7 @@ import pytest
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.lifecycle import lifecycle_run_now
 from consolidation.models import ConsolidationRun
-from tests.factories import HOUR, ingest, policy_set
+from tests.factories import DAY, HOUR, ingest, ingest_one, policy_set
 from zeromem.core import services
 from zeromem.core.domain.policy import policy_with_overrides
 from zeromem.models import Memory, Tenant
@@ -48,6 +48,20 @@ def test_one_clustering_job_applies_each_tenants_own_policy_to_the_same_data(ten
     assert not Memory.objects.filter(tenant=strict, memory_type="semantic").exists()
     assert loose_run.policy == policy_with_overrides({"clustering": {"cosine_floor": 0.6}}).as_json()
     assert strict_run.policy["clustering"]["cosine_floor"] == 0.8
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_updates_policy_decides_whether_a_value_said_two_hours_later_replaces_the_older_one(tenant, now):
+    patient = services.tenant_get_or_create(name="patient")
+    policy_set(patient, {"updates": {"min_gap_hours": 3.0}})
+    for each in (tenant, patient):
+        ingest_one(each, "The queue limit is 500 messages.", session="a", created_at=now - 10 * DAY)
+        ingest_one(each, "The queue limit is 800 messages.", session="b", created_at=now - 10 * DAY + 2 * HOUR)
+        ingest_one(each, "Good morning!", session="today", created_at=now)
+    default, patient_run = (clustering_run_now(tenant_id=each.id, user_id="u1", trigger="cli").run
+                            for each in (tenant, patient))
+    assert (default.superseded, default.flagged) == (1, 0)  # two hours apart: the newer value replaces the older
+    assert (patient_run.superseded, patient_run.flagged) == (0, 1)  # within three hours: flagged for a person
 
 
 @pytest.mark.django_db(transaction=True)

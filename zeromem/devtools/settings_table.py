@@ -119,8 +119,9 @@ def _policy_tables(fields: list[PolicyField]) -> list[str]:
                 "| Field | Type | Default | Accepts | What it does | Was |", "|---|---|---|---|---|---|"]
         for field in (f for f in fields if f.path.startswith(section + ".")):
             bounds = f"{field.minimum} – {field.maximum}" if field.minimum is not None else ""
+            was = f"`{field.moved_from}`" if field.moved_from else "a constant in code"
             out.append(f"| `{field.path.split('.')[1]}` | {field.type} | `{field.default!r}` | {bounds} | "
-                       f"{_cell(field.description)} | `{field.moved_from}` |")
+                       f"{_cell(field.description)} | {was} |")
         out.append("")
     return out
 
@@ -153,7 +154,7 @@ What is not named keeps its default. The admin refuses overrides that do not fit
 value of the wrong type (`"0.6"` for a number, `1` for `true`) or out of bounds; the tenant's page shows the policy
 in effect. Keys set before the policy had sections are still read, each as its field: {legacy}.
 
-Each field replaced an environment variable (the **Was** column). Start-up refuses to run while one of those is
+Most fields replaced an environment variable (the **Was** column). Start-up refuses to run while one of those is
 still set, and names the field it became: a value there would otherwise be silently ignored.
 
 """

@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
-def setting(default: Any, description: str, *, moved_from: str, **bounds: Any) -> Any:
+def setting(default: Any, description: str, *, moved_from: str | None = None, **bounds: Any) -> Any:
     """A policy field: its default, what it does (docs/configuration.md prints it) and the environment variable
-    it replaced."""
+    it replaced (None: it was a constant in code)."""
     return Field(default, description=description, json_schema_extra={"moved_from": moved_from}, **bounds)
 
 
@@ -83,6 +83,21 @@ class MergingPolicy(Section):
         0.85, "Two sentences of one speaker in a cluster, with the same values and a content word in common, say "
         "the same thing (the longer is kept) at this cosine or above (MiniLM: same-fact pairs 0.81–0.95).",
         moved_from="ZEROMEMORY_MERGE_PARAPHRASE_COSINE", ge=0.5, le=1.0)
+
+
+class UpdatesPolicy(Section):
+    """How clustering's knowledge-update pass judges a newer statement against an older one of the same user
+    (supersede it, flag the pair for a person, or leave both)."""
+
+    min_gap_hours: float = setting(
+        1.0, "A newer statement supersedes an older one only when said at least this many hours later; two said "
+        "closer together are parts of one account (at most flagged).", ge=0.0, le=24.0 * 365)
+    same_attribute: float = setting(
+        0.5, "Two statements sharing two attribute words are about the same attribute when those are at least this "
+        "share of the smaller one's (and \"gave up X\" retires a statement holding this share of X).", ge=0.0, le=1.0)
+    certain_attribute: float = setting(
+        0.8, "At or above this attribute overlap, a changed measured value or a negation between two brief "
+        "statements supersedes (or is flagged) without an update cue such as \"now\".", ge=0.0, le=1.0)
 
 
 class ReflectionPolicy(Section):
@@ -192,6 +207,7 @@ class Policy(Section):
 
     clustering: ClusteringPolicy = ClusteringPolicy()
     merging: MergingPolicy = MergingPolicy()
+    updates: UpdatesPolicy = UpdatesPolicy()
     reflection: ReflectionPolicy = ReflectionPolicy()
     search: SearchPolicy = SearchPolicy()
     profile: ProfilePolicy = ProfilePolicy()
@@ -259,7 +275,7 @@ class PolicyField:
     minimum: float | None
     maximum: float | None
     description: str
-    moved_from: str
+    moved_from: str | None
 
     def moved_message(self) -> str:
         """What start-up says to an operator who still sets the variable this field replaced."""
@@ -276,4 +292,4 @@ def policy_fields() -> Iterator[PolicyField]:
             bounds = {bound: getattr(m, bound) for m in info.metadata for bound in ("ge", "le") if hasattr(m, bound)}
             yield PolicyField(f"{section}.{name}", getattr(info.annotation, "__name__", str(info.annotation)),
                               info.default, bounds.get("ge"), bounds.get("le"), info.description or "",
-                              str(extra.get("moved_from", "")))
+                              extra.get("moved_from"))  # type: ignore[arg-type]
