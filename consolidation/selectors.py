@@ -353,8 +353,8 @@ def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UU
 def consolidation_lag(tenant_id: int | None = None) -> list[tuple[int, str, float]]:
     """(tenant, user, hours) per user with active episodes: how long the oldest one has been eligible for
     clustering (its age past the tenant's recency window), most behind first."""
-    tenants = Tenant.objects.all() if tenant_id is None else Tenant.objects.filter(id=tenant_id)
-    windows = {t.id: recency_window(t).total_seconds() / 3600 for t in tenants}
+    policies = policies_for(tenant_ids=None if tenant_id is None else [tenant_id])
+    windows = {t: recency_window(p.clustering).total_seconds() / 3600 for t, p in policies.items()}
     now = timezone.now()
     rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES, tenant_id__in=list(windows))
             .values("tenant_id", "user_id").annotate(oldest=Min("created_at")))
