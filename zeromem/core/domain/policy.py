@@ -219,7 +219,8 @@ class Policy(Section):
 
 
 DEFAULT_POLICY = Policy()
-SECTIONS: dict[str, type[Section]] = {name: info.annotation for name, info in Policy.model_fields.items()}  # type: ignore[misc]
+SECTIONS: dict[str, type[Section]] = {
+    name: info.annotation for name, info in Policy.model_fields.items()}  # type: ignore[misc]
 # Flat keys tenants set before the policy had sections: each still sets its field.
 LEGACY_KEYS = {
     "recency_window_hours": "clustering", "window_tag_prefix": "clustering",
