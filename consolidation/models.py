@@ -69,6 +69,8 @@ class ConsolidationRun(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True, default="")
     result = models.JSONField(default=dict, blank=True)
+    # The policy the run worked under (zeromem/core/domain/policy.py: the defaults with the tenant's overrides).
+    policy = models.JSONField(default=dict, blank=True)
     # Lifts the recency window, thresholds and the current-session rule (never the claim). A forced request that
     # meets the same job unforced upgrades it while pending, or sets `forced_follow_up` while it runs: when it
     # finishes, a forced run of the same job follows (consolidation.runs). A force is never silently lost.

@@ -26,7 +26,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.models import ACTIVE_STATUSES, MEMORY_RUN_KINDS, ConsolidationRun, RunKind, RunStatus
+from zeromem.core.domain.policy import Policy
 from zeromem.core.events import event_emit
+from zeromem.core.policies import policy_for
 from zeromem.core.tasks import enqueue_on_commit
 
 # The registered names of the run tasks (consolidation.tasks), sent by name so nothing here imports them.
@@ -52,6 +54,15 @@ def _mark_llm_unavailable(run_id: uuid.UUID, unavailable: bool) -> Consolidation
         run.result = {**result, LLM_UNAVAILABLE: True} if unavailable else result
         run.save(update_fields=["result"])
     return run
+
+
+def run_policy(run: ConsolidationRun) -> Policy:
+    """The tenant's policy, read once as the run starts and recorded on it: what the run page shows, and what
+    a run taken over by another worker is recorded with again. PolicyInvalid when the tenant's overrides do not
+    fit (the run then fails with that message)."""
+    policy = policy_for(tenant_id=run.tenant_id)
+    ConsolidationRun.objects.filter(pk=run.id).update(policy=policy.as_json())
+    return policy
 
 
 def lease() -> timedelta:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Self
 
 import numpy as np
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
@@ -19,15 +18,16 @@ from django.utils import timezone
 from consolidation.domain.clustering import Item
 from consolidation.domain.digests import SOURCE_TYPE as DIGEST
 from consolidation.models import ConsolidationRun, LedgerEntry
+from zeromem.core.domain.policy import DEFAULT_POLICY, ClusteringPolicy, Policy
+from zeromem.core.policies import policies_for, policy_of
 from zeromem.core.selectors import keyset_page
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
 
 EPISODIC_TYPES = (MemoryType.EPISODIC, MemoryType.WORKING)
 
 
-def recency_window(tenant: Tenant) -> timedelta:
-    hours = tenant.overrides.get("recency_window_hours", settings.ZEROMEMORY_RECENCY_WINDOW_HOURS)
-    return timedelta(hours=float(hours))
+def recency_window(policy: ClusteringPolicy) -> timedelta:
+    return timedelta(hours=policy.recency_window_hours)
 
 
 def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
@@ -42,14 +42,15 @@ def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
     return Q(session_id__isnull=True, created_at__date=newest["created_at"].date())
 
 
-def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: bool) -> QuerySet[Memory]:
-    """Active memories a clustering run may fold: episodes older than the recency window and outside the
+def clustering_queryset(*, tenant: Tenant, user_id: str, now: datetime, force: bool, policy: ClusteringPolicy
+                        ) -> QuerySet[Memory]:
+    """Active memories a clustering run may fold: episodes older than the policy's recency window and outside the
     current session (unless forced), plus the active semantic memories they may join. A window's digest joins
     no cluster: only the window's next digest folds it (`consolidation/jobs/window_digest.py`)."""
     active = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW)
     episodes = active.filter(memory_type__in=EPISODIC_TYPES)
     if not force:
-        episodes = episodes.filter(created_at__lt=now - recency_window(tenant))
+        episodes = episodes.filter(created_at__lt=now - recency_window(policy))
         current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
         if current is not None:
             episodes = episodes.exclude(current)
@@ -75,7 +76,7 @@ class ClusteringBacklog:
 def clustering_backlog(*, tenant: Tenant, user_id: str, now: datetime) -> ClusteringBacklog:
     episodes = Memory.objects.filter(tenant_id=tenant.id, user_id=user_id, state=MemoryState.RAW,
                                      memory_type__in=EPISODIC_TYPES)
-    window = recency_window(tenant)
+    window = recency_window(policy_of(tenant).clustering)
     older = episodes.filter(created_at__lt=now - window)
     current = current_session_filter(tenant_id=tenant.id, user_id=user_id)
     total, aged = episodes.count(), older.count()
@@ -87,7 +88,7 @@ def clustering_backlog(*, tenant: Tenant, user_id: str, now: datetime) -> Cluste
 def users_with_eligible_memories(*, now: datetime) -> list[tuple[int, str, int]]:
     """(tenant, user, eligible episodes) for users with active episodes past the shortest recency window
     (per-tenant windows are applied again by each run). Reads the partial index on raw memories."""
-    shortest = min([recency_window(t) for t in Tenant.objects.all()] or [timedelta(0)])
+    shortest = min([recency_window(p.clustering) for p in policies_for().values()] or [timedelta(0)])
     rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES,
                                   created_at__lt=now - shortest)
             .values_list("tenant_id", "user_id").annotate(episodes=Count("id")).order_by("tenant_id", "user_id"))
@@ -218,13 +219,16 @@ def reflection_candidates(scope: ReflectionScope, *, force: bool, limit: int) ->
     return [MemoryRow.of(value) for value in values]
 
 
-def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | None = None,
-                               entity_id: str | None = None, force: bool = False) -> list[ReflectionScope]:
+def reflection_eligible_scopes(*, policies: Mapping[int, Policy], tenant_id: int | None = None,
+                               user_id: str | None = None, entity_id: str | None = None,
+                               force: bool = False) -> list[ReflectionScope]:
     """Scopes with enough unreflected inputs: entities at the entity threshold, users (memories without an
-    entity_id) at the user threshold; with `force`, any scope with an input. One aggregate over the partial
-    index on raw memories."""
-    entity_min = 1 if force else settings.ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD
-    user_min = 1 if force else settings.ZEROMEMORY_REFLECTION_USER_THRESHOLD
+    entity_id) at the user threshold, each its tenant's policy's (`policies`, by tenant id; the default policy for a
+    tenant not in it); with `force`, any scope with an input. One aggregate over the partial index on raw memories."""
+    def thresholds(policy: Policy) -> tuple[int, int]:
+        return (1, 1) if force else (policy.reflection.entity_threshold, policy.reflection.user_threshold)
+
+    lowest = min(min(thresholds(policy)) for policy in [*policies.values(), DEFAULT_POLICY])
     rows = Memory.objects.filter(_unreflected(), state=MemoryState.RAW)
     for name, value in (("tenant_id", tenant_id), ("user_id", user_id), ("entity_id", entity_id)):
         if value is not None:
@@ -232,9 +236,9 @@ def reflection_eligible_scopes(*, tenant_id: int | None = None, user_id: str | N
     if not force:
         rows = _outside_current_session(rows)
     counted = (rows.values("tenant_id", "user_id", "entity_id", "namespace").annotate(n=Count("id"))
-               .filter(n__gte=min(entity_min, user_min)).order_by("tenant_id", "user_id", "entity_id", "namespace"))
+               .filter(n__gte=lowest).order_by("tenant_id", "user_id", "entity_id", "namespace"))
     return [ReflectionScope(r["tenant_id"], r["user_id"], r["entity_id"], r["namespace"]) for r in counted
-            if r["n"] >= (entity_min if r["entity_id"] else user_min)]
+            if r["n"] >= thresholds(policies.get(r["tenant_id"], DEFAULT_POLICY))[0 if r["entity_id"] else 1]]
 
 
 def _outside_current_session(rows: QuerySet[Memory]) -> QuerySet[Memory]:
@@ -376,8 +380,8 @@ def provenance(memory_ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[uuid.UU
 def consolidation_lag(tenant_id: int | None = None) -> list[tuple[int, str, float]]:
     """(tenant, user, hours) per user with active episodes: how long the oldest one has been eligible for
     clustering (its age past the tenant's recency window), most behind first."""
-    tenants = Tenant.objects.all() if tenant_id is None else Tenant.objects.filter(id=tenant_id)
-    windows = {t.id: recency_window(t).total_seconds() / 3600 for t in tenants}
+    policies = policies_for(tenant_ids=None if tenant_id is None else [tenant_id])
+    windows = {t: recency_window(p.clustering).total_seconds() / 3600 for t, p in policies.items()}
     now = timezone.now()
     rows = (Memory.objects.filter(state=MemoryState.RAW, memory_type__in=EPISODIC_TYPES, tenant_id__in=list(windows))
             .values("tenant_id", "user_id").annotate(oldest=Min("created_at")))

@@ -19,6 +19,7 @@ from consolidation.selectors import reflection_eligible_scopes, users_with_eligi
 from consolidation.triggers import clustering_fan_out, requeue_stale_runs
 from consolidation.webhooks import DeliveryFailed, webhook_deliver
 from zeromem.core.adapters.llm import LLMUnavailable
+from zeromem.core.policies import policies_for
 from zeromem.core.tasks import TASK_OPTIONS
 from zeromem.models import Tenant
 
@@ -88,7 +89,7 @@ def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
 def reflection_fan_out_task() -> int:
     """Weekly (Sunday 04:45 UTC): one task per user with eligible scopes; it reflects them one after the other
     (runs of one user never overlap)."""
-    users = sorted({(s.tenant_id, s.user_id) for s in reflection_eligible_scopes()})
+    users = sorted({(s.tenant_id, s.user_id) for s in reflection_eligible_scopes(policies=policies_for())})
     for tenant_id, user_id in users:
         reflection_user_task.delay(tenant_id=tenant_id, user_id=user_id)
     return len(users)

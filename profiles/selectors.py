@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
-
 from profiles.models import MemoryProfile
+from zeromem.core.domain.policy import Policy
 from zeromem.core.domain.recall import relevant_excerpt
 from zeromem.core.domain.text import normalised_sentence, sentences
 from zeromem.core.selectors import MemoryFilter, SearchHit, memories_search
@@ -36,15 +35,16 @@ class ProfileView:
     recent: list[Item]
 
 
-def profile_view(*, profile: MemoryProfile, budget_chars: int | None, now: datetime) -> ProfileView:
+def profile_view(*, profile: MemoryProfile, budget_chars: int | None, now: datetime, recent_days: int
+                 ) -> ProfileView:
     """The summary, then the strongest items (`weight`, else `confidence`; the latest seen first on a tie), each
     taken whole or not at all and counted as its text plus a line break, never past `budget_chars` (None: all of
-    them). An item first said (`valid_from`, else `first_seen`) within ZEROMEMORY_PROFILE_RECENT_DAYS of `now` is
-    recent, an older one static."""
+    them). An item first said (`valid_from`, else `first_seen`) within `recent_days` (the policy's
+    profile.recent_days) of `now` is recent, an older one static."""
     room = sys.maxsize if budget_chars is None else budget_chars
     summary = profile.summary if profile.summary and len(profile.summary) + 1 <= room else ""
     taken = _fitting(_strongest_first(_items(profile)), room - (len(summary) + 1 if summary else 0))
-    since = now - timedelta(days=settings.ZEROMEMORY_PROFILE_RECENT_DAYS)
+    since = now - timedelta(days=recent_days)
     return ProfileView(summary=summary, static=[i for i in taken if first_said(i) < since],
                        recent=[i for i in taken if first_said(i) >= since])
 
@@ -97,7 +97,7 @@ Take = Callable[[str, int], bool]  # append a line if it fits within the limit; 
 
 
 def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, query: str,
-                  budget_chars: int, top_k: int = 30, as_of: datetime | None = None,
+                  budget_chars: int, policy: Policy, top_k: int = 30, as_of: datetime | None = None,
                   include_history: bool = False) -> Context:
     """Profile summary and items (strongest first) within PROFILE_SHARE of the budget, then search results in
     rank order; every piece is taken whole or not at all, so the text never exceeds `budget_chars`. No sentence is
@@ -125,7 +125,7 @@ def context_build(*, tenant_id: int, user_id: str, entity_id: str | None, namesp
     items = _profile_lines(profile, take, said, int(budget_chars * PROFILE_SHARE)) if profile else []
     hits = memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id,
                                               namespace=namespace, as_of=as_of, include_history=include_history),
-                           query=query, top_k=top_k, min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
+                           query=query, top_k=top_k, policy=policy.search, min_score=policy.search.min_score)
     taken: list[SearchHit] = []
     for hit in hits:
         excerpt, fresh = _unsaid_excerpt(hit.memory.content, query, said)

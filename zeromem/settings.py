@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from zeromem import devservices
+from zeromem.core.domain.policy import policy_fields
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -101,8 +102,12 @@ def embedded_urls() -> devservices.ServiceUrls:
     )
 
 
+# Django's debug mode: tracebacks in pages, and no secret key needed. Never in production.
 DEBUG = env_bool("ZEROMEMORY_DEBUG", False)
+# Local mode (no secret key needed): no DATABASE_URL, or ZEROMEM_EMBEDDED=1, which `manage.py` and the test plugin
+# set when they start the embedded PostgreSQL and Valkey and export their URLs.
 EMBEDDED_SERVICES = not os.environ.get("DATABASE_URL") or os.environ.get("ZEROMEM_EMBEDDED") == "1"
+# Django's secret key (sessions, CSRF), at least 32 characters; required against a real database.
 SECRET_KEY = os.environ.get("ZEROMEMORY_SECRET_KEY", "")
 if SECRET_KEY and len(SECRET_KEY) < 32:
     raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be at least 32 characters")
@@ -110,11 +115,14 @@ if not SECRET_KEY:
     if not (DEBUG or EMBEDDED_SERVICES):
         raise ImproperlyConfigured("ZEROMEMORY_SECRET_KEY must be set when running against a real database")
     SECRET_KEY = "dev-only-insecure-key-for-the-embedded-services"  # noqa: S105 - local mode only
+# The host names this server answers to, comma-separated.
 ALLOWED_HOSTS = [h.strip() for h in env_str("ZEROMEMORY_ALLOWED_HOSTS", "localhost,127.0.0.1,testserver").split(",")
                  if h.strip()]
 
 _embedded = embedded_urls()
+# PostgreSQL with pgvector, as postgresql://user:password@host:port/database.
 DATABASES = {"default": database_config(env_str("DATABASE_URL", _embedded.database_url))}
+# The Celery broker and result store (Valkey or Redis), as redis://host:port/0.
 REDIS_URL = redis_url(env_str("REDIS_URL", _embedded.redis_url))
 
 INSTALLED_APPS = [
@@ -160,6 +168,7 @@ FORMS_URLFIELD_ASSUME_HTTPS = True  # the Django 6 default, today
 TIME_ZONE = "UTC"
 LANGUAGE_CODE = "en-us"
 STATIC_URL = "static/"
+# Where `collectstatic` puts the admin's static files (the image collects them at build).
 STATIC_ROOT = Path(env_str("ZEROMEMORY_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 # WhiteNoise serves what `collectstatic` put in STATIC_ROOT (the image collects at build) and, through the finders,
 # the apps' own static files where nothing was collected (a checkout): the admin renders either way.
@@ -182,10 +191,11 @@ LOGGING = {
     "loggers": {name: {"level": LOG_LEVEL} for name in ("zeromem", "consolidation", "profiles", "celery")},
 }
 
-# --- zeromem ---------------------------------------------------------------------------------------------
+# --- embedding, search and requests ----------------------------------------------------------------------
 # Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, int8 ONNX), "builtin:hash" (deterministic, meaning-free;
 # tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
+# The embedding model's vector dimension, fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_DIM = env_int("ZEROMEMORY_EMBEDDING_DIM", 384, minimum=8, maximum=4000)
 if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM != 384:
     raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
@@ -207,23 +217,12 @@ ZEROMEMORY_INLINE_EMBED_MAX = env_int("ZEROMEMORY_INLINE_EMBED_MAX", 64, minimum
 ZEROMEMORY_SEARCH_CONFIG = env_choice("ZEROMEMORY_SEARCH_CONFIG", "english", {
     "simple", "english", "german", "french", "spanish", "italian", "portuguese", "dutch", "russian",
     "swedish", "norwegian", "danish", "finnish", "hungarian", "romanian", "turkish", "arabic", "indonesian"})
+# The longest memory accepted, in characters.
 ZEROMEMORY_MAX_CONTENT_CHARS = env_int("ZEROMEMORY_MAX_CONTENT_CHARS", 16_000, minimum=100, maximum=1_000_000)
+# Memories one POST /memories may store at most.
 ZEROMEMORY_MAX_BATCH = env_int("ZEROMEMORY_MAX_BATCH", 1000, minimum=1, maximum=10_000)
-# Hybrid search: weight of the cosine similarity against the max-normalised BM25 score.
-ZEROMEMORY_SEARCH_VECTOR_WEIGHT = env_float("ZEROMEMORY_SEARCH_VECTOR_WEIGHT", 0.5, minimum=0.0, maximum=1.0)
-# BM25 length normalisation (b): 0 ignores length, 1 divides fully by it.
-ZEROMEMORY_SEARCH_BM25_B = env_float("ZEROMEMORY_SEARCH_BM25_B", 0.75, minimum=0.0, maximum=1.0)
-# Hits scored at or below this are not returned. At the default 0 that drops exactly the hits that share no word
-# with the query and point away from it (cosine <= 0): noise that filled the top k, not answers. A higher floor
-# also drops weak hits; the retrieval safety net's canaries showed lost recall at 0.02, so it stays opt-in.
-ZEROMEMORY_SEARCH_MIN_SCORE = env_float("ZEROMEMORY_SEARCH_MIN_SCORE", 0.0, minimum=0.0, maximum=1.0)
 # How long a web process keeps an authenticated API key: a revoked key is refused everywhere within this time.
 ZEROMEMORY_KEY_CACHE_SECONDS = env_float("ZEROMEMORY_KEY_CACHE_SECONDS", 5.0, minimum=0.0, maximum=300.0)
-ZEROMEMORY_SEARCH_POOL = env_int("ZEROMEMORY_SEARCH_POOL", 200, minimum=10, maximum=5000)
-# An assistant's turn (role "assistant") ranks at this share of its score: what the user said about themselves is
-# the memory; the assistant's long generic answers share the question's words and would crowd it out (LongMemEval
-# knowledge updates, ARCHITECTURE.md "Quality"). 1 ranks them alike.
-ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = env_float("ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT", 0.7, minimum=0.0, maximum=1.0)
 
 # The Celery worker lowers its own CPU priority by this much (os.nice) at start: consolidation yields the CPU to the
 # web tier's searches on a shared machine. 0 = same priority.
@@ -256,31 +255,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
-# --- clustering (ARCHITECTURE.md, "Jobs") -----------------------------------------------------------------------------
-# The cosine floor is calibrated for the configured embedder: all-MiniLM-L6-v2 scores paraphrases 0.60–0.95
-# and unrelated pairs <= 0.30 (the commonly published 0.75 misses 3 of 10 paraphrases with this model).
-# Measured with `bench calibrate` (same-fact pairs 0.81–0.96, related 0.25–0.72, unrelated <= 0.06) and tuned
-# on LoCoMo with `evaluate locomo` together with the cluster size and merged length below (README).
-ZEROMEMORY_CLUSTER_COSINE_FLOOR = env_float("ZEROMEMORY_CLUSTER_COSINE_FLOOR", 0.55, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_FACT_JACCARD = env_float("ZEROMEMORY_CLUSTER_FACT_JACCARD", 0.5, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_HUB_SHARE = env_float("ZEROMEMORY_CLUSTER_HUB_SHARE", 0.2, minimum=0.0, maximum=1.0)
-# Union-find never grows a cluster past this (ARCHITECTURE.md caps it at 20). Small, tight clusters keep what an agent
-# retrieves within a context budget as good as before clustering; at 20, LoCoMo budget recall fell by 0.02.
-ZEROMEMORY_CLUSTER_MAX_SIZE = env_int("ZEROMEMORY_CLUSTER_MAX_SIZE", 4, minimum=2, maximum=20)
-# A tag with this prefix names the window of a memory whose `window` field is empty ("window:outage"), so events that
-# carry their window as a tag never cluster across windows. Per tenant: `Tenant.overrides["window_tag_prefix"]`.
-ZEROMEMORY_WINDOW_TAG_PREFIX = os.environ.get("ZEROMEMORY_WINDOW_TAG_PREFIX", "window:").strip()  # "" = off
-# A window with at least this many memories also gets one digest per clustering run that folds the window.
-ZEROMEMORY_WINDOW_DIGEST_MIN = env_int("ZEROMEMORY_WINDOW_DIGEST_MIN", 10, minimum=2, maximum=100_000)
-# A merged memory is dated by its newest source (what an agent sees): its members may span at most this many days,
-# so it never presents a months-old statement as recent. 0 = no limit.
-# Second level: episodes the first level clustered with nothing pair up within their session at this looser cosine
-# (turns of one conversation about one thing, worded apart); 0 = off.
-ZEROMEMORY_CLUSTER_SESSION_FLOOR = env_float("ZEROMEMORY_CLUSTER_SESSION_FLOOR", 0.3, minimum=0.0, maximum=1.0)
-# Third level: what a run writes for one session (semantic memories and episodes left as said) folds together at
-# this cosine of the members' mean vectors while the text fits ZEROMEMORY_MERGED_MAX_CHARS in one piece; 0 = off.
-ZEROMEMORY_CLUSTER_FOLD_FLOOR = env_float("ZEROMEMORY_CLUSTER_FOLD_FLOOR", 0.15, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS = env_int("ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", 30, minimum=0, maximum=36_500)
+# --- clustering (ARCHITECTURE.md, "Jobs"; its calibration is the policy's) ------------------------------------
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
 # one conditional UPDATE for the chunk (its webhook deliveries included). A chunk's PostgreSQL work (mostly inserting
 # vectors into the HNSW index) is a burst searches wait behind on a small machine (bench search, 2 cores: search p99
@@ -292,92 +267,64 @@ ZEROMEMORY_CLUSTERING_WRITE_CHUNK = env_int("ZEROMEMORY_CLUSTERING_WRITE_CHUNK",
 # 0 = a task per run.
 ZEROMEMORY_CLUSTERING_BATCH_EPISODES = env_int("ZEROMEMORY_CLUSTERING_BATCH_EPISODES", 500, minimum=0,
                                                maximum=100_000)
-ZEROMEMORY_RECENCY_WINDOW_HOURS = env_int("ZEROMEMORY_RECENCY_WINDOW_HOURS", 48, minimum=0, maximum=24 * 365)
-# Merged text stays within the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).
-# A merged text this long or shorter (a longer cluster becomes several memories); one member longer than
-# this keeps up to the embedder's input limit (1,000 characters).
-ZEROMEMORY_MERGED_MAX_CHARS = env_int("ZEROMEMORY_MERGED_MAX_CHARS", 350, minimum=100, maximum=1000)
-# Two sentences of one speaker in a cluster, with the same values and a content word in common, say the same thing
-# (the longer one is kept) when their vectors are at least this similar (MiniLM: same-fact pairs 0.81–0.95).
-ZEROMEMORY_MERGE_PARAPHRASE_COSINE = env_float("ZEROMEMORY_MERGE_PARAPHRASE_COSINE", 0.85, minimum=0.5,
-                                               maximum=1.0)
 
 # --- reflection and LLM calls (ARCHITECTURE.md, "Jobs") ---------------------------------------------------------------
 # Model resolution: ZEROMEMORY_REFLECTION_MODEL, then the tenant's ranked allowed models (first whose provider
 # credentials are configured), then the default: "builtin:extractive" (deterministic, no network).
 ZEROMEMORY_REFLECTION_MODEL = os.environ.get("ZEROMEMORY_REFLECTION_MODEL", "").strip()
+# The model used when neither the variable above nor the tenant's allowed models name one.
 ZEROMEMORY_DEFAULT_REFLECTION_MODEL = env_str("ZEROMEMORY_DEFAULT_REFLECTION_MODEL", "builtin:extractive")
 # Optional OpenAI-compatible endpoint and key for the LLM (e.g. a local vLLM/Ollama server); otherwise litellm
 # reads the provider's own variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
 ZEROMEMORY_LLM_API_BASE = os.environ.get("ZEROMEMORY_LLM_API_BASE", "").strip() or None
+# The key for that endpoint.
 ZEROMEMORY_LLM_API_KEY = os.environ.get("ZEROMEMORY_LLM_API_KEY", "").strip() or None
+# Seconds one LLM call may take.
 ZEROMEMORY_LLM_TIMEOUT_SECONDS = env_float("ZEROMEMORY_LLM_TIMEOUT_SECONDS", 60.0, minimum=0.1, maximum=600.0)
 # Attempts per call on 429 / 5xx / timeouts / connection errors, with exponential backoff and jitter.
 ZEROMEMORY_LLM_ATTEMPTS = env_int("ZEROMEMORY_LLM_ATTEMPTS", 4, minimum=1, maximum=10)
+# The first wait between two attempts (it grows exponentially).
 ZEROMEMORY_LLM_BACKOFF_SECONDS = env_float("ZEROMEMORY_LLM_BACKOFF_SECONDS", 2.0, minimum=0.0, maximum=60.0)
+# LLM calls made at once.
 ZEROMEMORY_LLM_CONCURRENCY = env_int("ZEROMEMORY_LLM_CONCURRENCY", 3, minimum=1, maximum=32)
+# The longest answer an LLM call may give, in tokens.
 ZEROMEMORY_LLM_MAX_TOKENS = env_int("ZEROMEMORY_LLM_MAX_TOKENS", 1200, minimum=100, maximum=32_000)
-# Eligibility: an entity with this many unreflected inputs, a user with this many that carry no entity_id.
-ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_ENTITY_THRESHOLD", 10, minimum=1,
-                                                 maximum=100_000)
-ZEROMEMORY_REFLECTION_USER_THRESHOLD = env_int("ZEROMEMORY_REFLECTION_USER_THRESHOLD", 50, minimum=1,
-                                               maximum=100_000)
-# Each call: the BATCH most important of the WINDOW most recent inputs; the run repeats while MIN_REMAINING
-# inputs remain, up to MAX_CALLS calls.
-ZEROMEMORY_REFLECTION_WINDOW = env_int("ZEROMEMORY_REFLECTION_WINDOW", 50, minimum=1, maximum=1000)
-ZEROMEMORY_REFLECTION_BATCH = env_int("ZEROMEMORY_REFLECTION_BATCH", 15, minimum=1, maximum=200)
-ZEROMEMORY_REFLECTION_MIN_REMAINING = env_int("ZEROMEMORY_REFLECTION_MIN_REMAINING", 10, minimum=1, maximum=1000)
-ZEROMEMORY_REFLECTION_MAX_CALLS = env_int("ZEROMEMORY_REFLECTION_MAX_CALLS", 10, minimum=1, maximum=1000)
-# With an LLM, the entities of one user share calls of up to this many memories (at most BATCH of one entity):
-# most entities have 10–20 eligible memories, and a call each would pay the prompt's overhead every time.
-ZEROMEMORY_REFLECTION_SHARED_CALL = env_int("ZEROMEMORY_REFLECTION_SHARED_CALL", 40, minimum=1, maximum=400)
-ZEROMEMORY_REFLECTION_MIN_CONFIDENCE = env_float("ZEROMEMORY_REFLECTION_MIN_CONFIDENCE", 0.6, minimum=0.0,
-                                                 maximum=1.0)
-# GET /profile: an item first said (valid_from, else first_seen) within this many days is "recent", an older one
-# "static".
-ZEROMEMORY_PROFILE_RECENT_DAYS = env_int("ZEROMEMORY_PROFILE_RECENT_DAYS", 30, minimum=1, maximum=36_500)
 # The reflect endpoint waits this long for its run before answering 202 with the run id.
 ZEROMEMORY_REFLECT_WAIT_SECONDS = env_float("ZEROMEMORY_REFLECT_WAIT_SECONDS", 25.0, minimum=0.0, maximum=300.0)
-# With an LLM configured: a batched phase (10 memories a call) that fills kind and entities and proposes relations.
-ZEROMEMORY_EXTRACTION_PHASE = env_bool("ZEROMEMORY_EXTRACTION_PHASE", False)
 
-# --- lifecycle (ARCHITECTURE.md, "Jobs"); each is overridable per tenant in Tenant.overrides under the lower-case name
-# after ZEROMEMORY_ (e.g. {"decay_half_life_days": 14, "purge_days": 7}) ------------------------------------------
-# activation = importance × 2^(−days since last access (or creation) / half-life)
-ZEROMEMORY_DECAY_HALF_LIFE_DAYS = env_float("ZEROMEMORY_DECAY_HALF_LIFE_DAYS", 30.0, minimum=0.1, maximum=36_500.0)
-# Raw memories whose activation falls below this and whose importance is below the keep floor are archived.
-ZEROMEMORY_ARCHIVE_THRESHOLD = env_float("ZEROMEMORY_ARCHIVE_THRESHOLD", 0.05, minimum=0.0, maximum=1.0)
-ZEROMEMORY_KEEP_FLOOR = env_float("ZEROMEMORY_KEEP_FLOOR", 0.7, minimum=0.0, maximum=1.0)
-# Consolidated episodic memories older than this with importance below RETENTION_IMPORTANCE are archived.
-ZEROMEMORY_RETENTION_DAYS = env_float("ZEROMEMORY_RETENTION_DAYS", 90.0, minimum=0.0, maximum=36_500.0)
-ZEROMEMORY_RETENTION_IMPORTANCE = env_float("ZEROMEMORY_RETENTION_IMPORTANCE", 0.5, minimum=0.0, maximum=1.0)
-# Archived memories are deleted this long after archiving (provenance keeps their id and content hash).
-ZEROMEMORY_PURGE_DAYS = env_float("ZEROMEMORY_PURGE_DAYS", 30.0, minimum=0.0, maximum=36_500.0)
+# --- lifecycle (ARCHITECTURE.md, "Jobs"; its thresholds are the policy's) -------------------------------------
+# Memories archived or deleted per transaction.
 ZEROMEMORY_LIFECYCLE_BATCH = env_int("ZEROMEMORY_LIFECYCLE_BATCH", 1000, minimum=1, maximum=100_000)
-# Feedback moves reward_score this share of the way towards +1 (useful) or −1 (not useful).
-ZEROMEMORY_FEEDBACK_STEP = env_float("ZEROMEMORY_FEEDBACK_STEP", 0.2, minimum=0.01, maximum=1.0)
 
 # --- webhooks ---------------------------------------------------------------------------------------------------
+# Seconds a webhook receiver has to answer.
 ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("ZEROMEMORY_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1,
                                                maximum=120.0)
+# Deliveries of one event tried before it is marked failed.
 ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS = env_int("ZEROMEMORY_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1, maximum=50)
+# The first retry delay of a failed delivery (doubles on each retry).
 ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS = env_float("ZEROMEMORY_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0,
                                                maximum=3600.0)
 
 # --- API limits -------------------------------------------------------------------------------------------------
 # Requests per API key per window (0 = no limit); past it: 429 with Retry-After.
 ZEROMEMORY_RATE_LIMIT_REQUESTS = env_int("ZEROMEMORY_RATE_LIMIT_REQUESTS", 1200, minimum=0, maximum=10_000_000)
+# The rate limit's window, in seconds.
 ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS", 60, minimum=1, maximum=86_400)
 # Memories dated further in the future than this are refused (a far-future date would pin the "current session").
 ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)
 # A memory's metadata (zeromem/api/limits.py) is returned with it in every list and search answer: 16 KiB keeps a
-# 500-memory page under 10 MB. A value past any of these answers 422 naming the field.
+# 500-memory page under 10 MB. A larger value answers 422 naming the field.
 ZEROMEMORY_MAX_METADATA_BYTES = env_int("ZEROMEMORY_MAX_METADATA_BYTES", 16_384, minimum=2, maximum=1024 * 1024)
-# The LangGraph store nests an item's value three levels down (metadata.langgraph.value): ten leaves it seven.
-ZEROMEMORY_MAX_METADATA_DEPTH = env_int("ZEROMEMORY_MAX_METADATA_DEPTH", 10, minimum=1, maximum=100)
-ZEROMEMORY_MAX_METADATA_KEYS = env_int("ZEROMEMORY_MAX_METADATA_KEYS", 256, minimum=1, maximum=100_000)
-ZEROMEMORY_MAX_METADATA_STRING_CHARS = env_int("ZEROMEMORY_MAX_METADATA_STRING_CHARS", 4000, minimum=1,
-                                               maximum=1024 * 1024)
+# The shape limits of metadata are fixed, not read from the environment: they bound the work of checking a value,
+# while the byte cap above is what a deployment sizes. (Tests and the security proof set them as Django settings.)
+# Nesting depth: the LangGraph store nests an item's value three levels down (metadata.langgraph.value), ten
+# leaves it seven.
+ZEROMEMORY_MAX_METADATA_DEPTH = 10
+# Keys counted at every depth.
+ZEROMEMORY_MAX_METADATA_KEYS = 256
+# Characters of one string inside metadata.
+ZEROMEMORY_MAX_METADATA_STRING_CHARS = 4000
 
 # --- runs -------------------------------------------------------------------------------------------------------
 # A claimed run's lease, renewed in every write transaction; another worker may take an expired one over.
@@ -389,11 +336,10 @@ ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minim
 # Bearer token for GET /metrics (Prometheus); empty = the endpoint answers 403.
 ZEROMEMORY_METRICS_TOKEN = os.environ.get("ZEROMEMORY_METRICS_TOKEN", "").strip()
 
-# Retrieval safety net (issue 9): canary queries replayed before and after each clustering / reflection run;
-# a drop in mean budget recall above the limit undoes the run. `evaluate` turns it off.
-ZEROMEMORY_CANARIES = env_bool("ZEROMEMORY_CANARIES", True)
-ZEROMEMORY_CANARY_MAX_DROP = env_float("ZEROMEMORY_CANARY_MAX_DROP", 0.05, minimum=0.0, maximum=1.0)
-ZEROMEMORY_CANARY_SAMPLE = env_int("ZEROMEMORY_CANARY_SAMPLE", 20, minimum=0, maximum=500)
-# Sampled canaries cost two searches each: a run samples at most one per memory it consolidates, and none when it
-# consolidates fewer than this (an operator's own canaries always run).
-ZEROMEMORY_CANARY_MIN_CONSOLIDATED = env_int("ZEROMEMORY_CANARY_MIN_CONSOLIDATED", 4, minimum=0, maximum=100_000)
+# --- the policy -------------------------------------------------------------------------------------------------
+# Algorithm calibration (cluster floors, merge lengths, reflection sizes, search weights, lifecycle thresholds,
+# canaries) is the policy, with defaults in code and overrides per tenant (zeromem/core/domain/policy.py). A variable
+# that moved there would now be silently ignored: start-up refuses it and says where it went.
+_moved = [field for field in policy_fields() if field.moved_from and field.moved_from in os.environ]
+if _moved:
+    raise ImproperlyConfigured("; ".join(field.moved_message() for field in _moved) + ". Unset the variable.")

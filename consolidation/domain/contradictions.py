@@ -420,15 +420,17 @@ class ClaimVerdict:
     verdict: Verdict
 
 
-def claim_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], *,
-                   keep_unsure: bool = False) -> list[ClaimVerdict]:
+def claim_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], *, keep_unsure: bool = False,
+                   min_gap: timedelta = MIN_GAP, same_attribute: float = 0.5,
+                   certain_attribute: float = 0.8) -> list[ClaimVerdict]:
     """Every non-compatible verdict (and, with `keep_unsure`, the compatible ones no rule was sure of), each pair
-    judged once in time order."""
+    judged once in time order (`judge`, with the thresholds given)."""
     found = []
     for a, b in pairs:
         older, newer = sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))
         verdict = judge(older.statement, newer.statement,
-                        same_session=older.session is not None and older.session == newer.session)
+                        same_session=older.session is not None and older.session == newer.session,
+                        min_gap=min_gap, same_attribute=same_attribute, certain_attribute=certain_attribute)
         if verdict.kind != COMPATIBLE or keep_unsure and verdict.unsure:
             found.append(ClaimVerdict(older, newer, verdict))
     return found

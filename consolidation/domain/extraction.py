@@ -1,5 +1,5 @@
-"""The optional LLM extraction phase's pure parts (no Django): with an LLM configured and
-ZEROMEMORY_EXTRACTION_PHASE on, each reflection run first sends its inputs 10 at a time to classify their kind,
+"""The optional LLM extraction phase's pure parts (no Django): with an LLM configured and the policy's
+reflection.extraction_phase on, each reflection run first sends its inputs 10 at a time to classify their kind,
 list the entities they mention and propose typed relations between them. Same conventions as reflection:
 short integer ids, memory text as JSON data, a strict schema (invalid output changes nothing)."""
 

@@ -62,11 +62,13 @@ from consolidation.ledger import (
     semantic_snapshot,
 )
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind, RunStatus
-from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_policy
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
 from zeromem.core.adapters.embeddings import QueryCacheStats, embed_texts, query_cache_stats
+from zeromem.core.domain.policy import ClusteringPolicy, Policy, PolicyInvalid
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
+from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
@@ -81,11 +83,9 @@ FOLD_WINDOW = 64
 FOLD_MISSES = 32
 
 
-def clustering_params() -> clustering.Params:
-    return clustering.Params(cosine_floor=settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR,
-                             fact_jaccard=settings.ZEROMEMORY_CLUSTER_FACT_JACCARD,
-                             hub_share=settings.ZEROMEMORY_CLUSTER_HUB_SHARE,
-                             max_cluster=settings.ZEROMEMORY_CLUSTER_MAX_SIZE)
+def clustering_params(policy: ClusteringPolicy) -> clustering.Params:
+    return clustering.Params(cosine_floor=policy.cosine_floor, fact_jaccard=policy.fact_jaccard,
+                             hub_share=policy.hub_share, max_cluster=policy.max_size)
 
 
 @dataclass
@@ -110,17 +110,19 @@ class Merge:
     scores: dict[str, float]
 
 
-def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool, judge: Judge | None = None) -> Plan:
-    """What the run would write. `judge` (an LLM, when configured) decides the update pairs the rules are unsure
-    about before anything is planned from them."""
-    loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force),
-                              settings.ZEROMEMORY_EMBEDDING_DIM)
-    params = clustering_params()
+def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool, policy: Policy,
+                    judge: Judge | None = None) -> Plan:
+    """What the run would write under `policy`. `judge` (an LLM, when configured) decides the update pairs the
+    rules are unsure about before anything is planned from them."""
+    loaded = clustering_input(clustering_queryset(tenant=tenant, user_id=user_id, now=now, force=force,
+                                                  policy=policy.clustering), settings.ZEROMEMORY_EMBEDDING_DIM)
+    params = clustering_params(policy.clustering)
+    limit = policy.merging.max_chars
     # Hub entities (the people talking, "prod") are no detail worth keeping a sentence for, and no subject
     # two statements share.
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
-    updates = updates_plan(loaded, common, judge)
+    updates = updates_plan(loaded, common, judge, policy.updates)
     plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
                 retirements=updates.retirements)
     # A superseded statement is archived and a memory with retired claims folds into its remainder: neither
@@ -128,13 +130,13 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # contradicts relation points the operator at the two statements.
     taken = set(updates.taken)
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
-    span_days = settings.ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS
+    span_days = policy.clustering.max_span_days
     times = [r.said_at.timestamp() for r in loaded.rows]
     max_span = span_days * 86400 if span_days else None
     groups = clustering.capped_union_find(len(loaded.items), linked, params.max_cluster, times=times,
                                           max_span=max_span)
     # The first level's clusters stay as they are (their links go first); the second may add to them.
-    second = _session_pairs(loaded, groups, taken)
+    second = _session_pairs(loaded, groups, taken, policy.clustering.session_floor)
     first = [clustering.Pair(group[0], member, 2.0, "first") for group in groups for member in group[1:]]
     groups = clustering.capped_union_find(len(loaded.items), [*first, *second], params.max_cluster, times=times,
                                           max_span=max_span)
@@ -143,23 +145,23 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # A capitalised opener the user's memories also write in lower case ("Gorgeous!") is no name a merge keeps
     # small talk for (the update rules above keep judging with the hub names alone).
     common = common | plain_openers(row.content for row in loaded.rows)
-    meaning = _sentence_meaning([c.members for c in clusters.values()], common)
+    meaning = _sentence_meaning([c.members for c in clusters.values()], common, policy.merging.paraphrase_cosine)
     for number, cluster in clusters.items():
-        plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning)
+        plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning, limit)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)
-    plan.merges += _condensed_left(loaded, plan, taken, common)
-    plan.merges = _third_level(loaded, plan, taken, common, meaning)
-    plan.merges = _unsaid(loaded, plan, taken, common, meaning)
+    plan.merges += _condensed_left(loaded, plan, taken, common, limit)
+    plan.merges = _third_level(loaded, plan, taken, common, meaning, limit, policy.clustering.fold_floor)
+    plan.merges = _unsaid(loaded, plan, taken, common, meaning, limit)
     return plan
 
 
-def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], meaning: Meaning) -> list[Merge]:
+def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], meaning: Meaning,
+            limit: int) -> list[Merge]:
     """A new text leaves out the sentences another memory of the user already states (an episode left as said, an
     active semantic memory, a text this run wrote before it); it still cites every member. A text that would say
     nothing of its own, or no longer fit in one piece, stays as it was. Each text is compared with the few
     statements `Said` finds for it, so the pass stays linear in the user's memories."""
     rows = loaded.rows
-    limit = settings.ZEROMEMORY_MERGED_MAX_CHARS
     used = {i for m in plan.merges for i in _touched(m)} | taken | set(plan.uninformative)
     said = Said()
     said.add(statements([_member(row) for i, row in enumerate(rows) if i not in used], common))
@@ -182,7 +184,7 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
 def _episodes_unsaid(loaded: Loaded, left: list[int], common: frozenset[str], limit: int) -> list[Merge]:
     """An episode left as said becomes a semantic memory of what it adds (citing it): its statements without its
     small talk and without what an earlier episode of the user says, where that drops at least 10 characters and
-    what is left still says something. Never longer than the episode, even past ZEROMEMORY_MERGED_MAX_CHARS."""
+    what is left still says something. Never longer than the episode, even past `limit`."""
     said = Said()
     out = []
     for i in left:
@@ -198,16 +200,14 @@ def _episodes_unsaid(loaded: Loaded, left: list[int], common: frozenset[str], li
     return out
 
 
-def _third_level(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], meaning: Meaning
-                 ) -> list[Merge]:
+def _third_level(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], meaning: Meaning,
+                 limit: int, floor: float) -> list[Merge]:
     """The third level: what this run writes for one session and scope (new semantic memories, and episodes left
-    as they were said) folds together, strongest topic first, while the merged text still fits
-    ZEROMEMORY_MERGED_MAX_CHARS in one piece and the two share a topic (cosine of their members' mean vectors >=
-    ZEROMEMORY_CLUSTER_FOLD_FLOOR)."""
-    floor = settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR
+    as they were said) folds together, strongest topic first, while the merged text still fits `limit` in one
+    piece and the two share a topic (cosine of their members' mean vectors >= `floor`, the policy's
+    clustering.fold_floor; 0 = off)."""
     if not floor or loaded.vectors is None:
         return plan.merges
-    limit = settings.ZEROMEMORY_MERGED_MAX_CHARS
     kept = [m for m in plan.merges if m.base is not None]
     units = [m for m in plan.merges if m.base is None]
     used = {i for m in plan.merges for i in m.members} | taken | set(plan.uninformative)
@@ -299,23 +299,23 @@ def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, limit: int
     return Merge(base=None, members=members, text=chunks[0].text, scores=scores)
 
 
-def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[Merge]:
+def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], limit: int
+                    ) -> list[Merge]:
     """Episodes no merge folds become semantic memories of their own where that drops small talk around the
     statement or anchors a relative date: the store says the same in fewer characters, and "yesterday" gets its
     day."""
     left = set(range(len(loaded.rows))) - {i for merge in plan.merges for i in merge.members} - taken \
         - set(plan.uninformative)
-    texts = {i: condensed(_member(loaded.rows[i]),
-                          limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common)
+    texts = {i: condensed(_member(loaded.rows[i]), limit=limit, common_names=common)
              for i in sorted(left) if not loaded.rows[i].is_semantic}
     return [Merge(base=None, members=[i], text=text, scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
             for i, text in texts.items() if text is not None]
 
 
-def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int]) -> list[clustering.Pair]:
+def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int], floor: float
+                   ) -> list[clustering.Pair]:
     """Second-level candidates: episodes the first level left alone, paired within their session at the looser
-    ZEROMEMORY_CLUSTER_SESSION_FLOOR (0 = off)."""
-    floor = settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR
+    `floor` (the policy's clustering.session_floor; 0 = off)."""
     if not floor or loaded.vectors is None:
         return []
     grouped = {i for group in groups for i in group}
@@ -366,17 +366,17 @@ def _member(row: ClusteringRow) -> Member:
     return Member(row.content, row.created_at.date())
 
 
-def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str]) -> Meaning:
+def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str], paraphrase_cosine: float
+                      ) -> Meaning:
     """The vectors of every sentence that may paraphrase another of its cluster, embedded in one call (outside any
     transaction): paraphrases then collapse by meaning, not only by shared words."""
     texts = sorted({text for members in clusters for text in paraphrase_candidates(members, common)})
-    return meaning_of(texts, embed_texts(texts), settings.ZEROMEMORY_MERGE_PARAPHRASE_COSINE)
+    return meaning_of(texts, embed_texts(texts), paraphrase_cosine)
 
 
 def _merges_for(group: list[int], cluster: _Cluster, links: list[float], common: frozenset[str],
-                meaning: Meaning) -> list[Merge]:
-    chunks = merge_cluster(cluster.members, limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, common_names=common,
-                           meaning=meaning)
+                meaning: Meaning, limit: int) -> list[Merge]:
+    chunks = merge_cluster(cluster.members, limit=limit, common_names=common, meaning=meaning)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
     return [_merge_of(chunk, cluster.ordered, cluster.base if n == 0 else None, scores)
             for n, chunk in enumerate(chunks) if len(chunk.members) >= 2]
@@ -498,15 +498,20 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     """Do the work of a claimed run and close it. A cluster whose sources another writer moved first is
     skipped (its memories stay as they are); a lost lease stops the run without closing it."""
     tenant = Tenant.objects.get(id=run.tenant_id)
+    try:
+        policy = run_policy(run)
+    except PolicyInvalid as invalid:
+        return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(invalid))
     started, queries = time.perf_counter(), query_cache_stats()
-    plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force,
-                           judge=update_judge(run=run, tenant=tenant))
+    plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force, policy=policy,
+                           judge=update_judge(run=run, tenant=tenant, policy=policy.updates))
     planned = time.perf_counter()
     claim_vectors = retirement_vectors(plan.retirements)
     embedded = time.perf_counter()
     counts: dict[str, Any] = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0,
                               "superseded": 0, "claims_retired": 0, "flagged": 0}
-    baseline = canary_baseline(run=run, consolidating=_consolidating(plan), neighbours=plan.loaded.rows)
+    baseline = canary_baseline(run=run, consolidating=_consolidating(plan), neighbours=plan.loaded.rows,
+                               policy=policy)
     guarded = time.perf_counter()
     try:
         counts = _write_decisions(run, worker, tenant.id, plan, counts)
@@ -515,7 +520,8 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
                                                          vectors_of_claims)
         counts["archived"] = _archive_uninformative(run, worker, tenant.id, plan)
         counts, merges_embedding = _write_merges(run, worker, tenant.id, plan, counts, progress)
-        digests = window_digests_write(run=run, worker=worker, tenant_id=tenant.id, loaded=plan.loaded)
+        digests = window_digests_write(run=run, worker=worker, tenant_id=tenant.id, loaded=plan.loaded,
+                                       policy=policy)
         counts = {**counts, "clusters": counts["clusters"] + digests, "created": counts["created"] + digests}
         written = time.perf_counter()
         failure = safety_check(run=run, worker=worker, baseline=baseline)
@@ -620,4 +626,4 @@ def clustering_run_now(*, tenant_id: int, user_id: str, trigger: str, force: boo
 
 def clustering_dry_run(*, tenant_id: int, user_id: str, force: bool = False) -> Plan:
     return clustering_plan(tenant=Tenant.objects.get(id=tenant_id), user_id=user_id, now=timezone.now(),
-                           force=force)
+                           force=force, policy=policy_for(tenant_id=tenant_id))

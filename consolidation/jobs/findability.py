@@ -20,6 +20,7 @@ from django.db import transaction
 from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, split_speaker, substance
 from consolidation.selectors import provenance
 from zeromem.core.adapters.embeddings import Vector
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.domain.recall import BUDGET_CHARS, budget_recall, distinctive_phrase, prefix_recall
 from zeromem.core.selectors import MemoryFilter, RankingPool, Unwritten, pool_ranked, ranking_pool, texts_lexemes
 
@@ -61,8 +62,8 @@ class Findability:
     every plan then ranks the same candidates again, with one statement for the planned texts' lexemes and one
     for provenance. Nothing is written."""
 
-    def __init__(self, *, tenant_id: int, user_id: str) -> None:
-        self.scope = MemoryFilter(tenant_id=tenant_id, user_id=user_id)
+    def __init__(self, *, tenant_id: int, user_id: str, search: SearchPolicy) -> None:
+        self.scope, self.search = MemoryFilter(tenant_id=tenant_id, user_id=user_id), search
         self.pools: dict[str, RankingPool] = {}
 
     def lost(self, queries: Mapping[uuid.UUID, str], *, gone: Collection[uuid.UUID], planned: Sequence[Planned],
@@ -78,7 +79,7 @@ class Findability:
                  for p, own in zip(planned, lexemes, strict=False)]
         with transaction.atomic():  # one snapshot for every search
             for query in set(queries.values()) - set(self.pools):
-                self.pools[query] = ranking_pool(scope=self.scope, query=query)
+                self.pools[query] = ranking_pool(scope=self.scope, query=query, policy=self.search)
             now = {e: pool_ranked(self.pools[q], top_k=SEARCH_DEPTH) for e, q in queries.items()}
             then = {e: pool_ranked(self.pools[q], top_k=SEARCH_DEPTH, gone=gone, added=added)
                     for e, q in queries.items()}

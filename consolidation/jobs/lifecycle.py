@@ -10,14 +10,13 @@
 Each step works in batches of ZEROMEMORY_LIFECYCLE_BATCH in short transactions: the batch is locked with
 SKIP LOCKED (a row a consolidation run holds is left for the next pass instead of waited on), moved through
 `memory_transition` or deleted, counted in the run, written to the ledger, and announced after commit
-(`memory.archived` / `memory.deleted` with the batch's ids). Every number is a setting, overridable per tenant.
+(`memory.archived` / `memory.deleted` with the batch's ids). Every threshold is the tenant's policy's (lifecycle).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,29 +29,12 @@ from django.utils import timezone
 from consolidation.corrections.erasure import memories_delete
 from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
-from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_policy
 from consolidation.selectors import EPISODIC_TYPES
+from zeromem.core.domain.policy import LifecyclePolicy, PolicyInvalid
 from zeromem.core.events import event_emit
+from zeromem.core.policies import policy_of
 from zeromem.models import Memory, MemoryState, Tenant
-
-
-@dataclass(frozen=True)
-class Policy:
-    decay_half_life_days: float
-    archive_threshold: float
-    keep_floor: float
-    retention_days: float
-    retention_importance: float
-    purge_days: float
-
-
-def lifecycle_policy(tenant: Tenant) -> Policy:
-    """The settings, each overridable in Tenant.overrides under its lower-case name."""
-    def value(name: str) -> float:
-        return float(tenant.overrides.get(name, getattr(settings, f"ZEROMEMORY_{name.upper()}")))
-
-    return Policy(*(value(name) for name in Policy.__dataclass_fields__))
-
 
 # --- selection -------------------------------------------------------------------------------------------------
 
@@ -61,20 +43,20 @@ def activation_sql(now: datetime, half_life_days: float) -> RawSQL:
                   "created_at))) / 86400.0) / %s)", [now, half_life_days])
 
 
-def decay_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
+def decay_candidates(tenant_id: int, policy: LifecyclePolicy, now: datetime) -> QuerySet[Memory]:
     """Raw memories below the archive threshold (activation computed for `now`) and the keep floor."""
     return (Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.RAW, importance__lt=policy.keep_floor)
             .alias(current=activation_sql(now, policy.decay_half_life_days))
             .filter(current__lt=policy.archive_threshold))
 
 
-def retention_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
+def retention_candidates(tenant_id: int, policy: LifecyclePolicy, now: datetime) -> QuerySet[Memory]:
     return Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.CONSOLIDATED, memory_type__in=EPISODIC_TYPES,
                                  importance__lt=policy.retention_importance,
                                  created_at__lt=now - timedelta(days=policy.retention_days))
 
 
-def purge_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[Memory]:
+def purge_candidates(tenant_id: int, policy: LifecyclePolicy, now: datetime) -> QuerySet[Memory]:
     return (Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.ARCHIVED,
                                   archived_at__lt=now - timedelta(days=policy.purge_days))
             .exclude(source_links__source__state=MemoryState.CONSOLIDATED))
@@ -82,18 +64,18 @@ def purge_candidates(tenant_id: int, policy: Policy, now: datetime) -> QuerySet[
 
 # --- running ---------------------------------------------------------------------------------------------------
 
-STEPS: tuple[tuple[str, Callable[[int, Policy, datetime], QuerySet[Memory]]], ...] = (
+STEPS: tuple[tuple[str, Callable[[int, LifecyclePolicy, datetime], QuerySet[Memory]]], ...] = (
     ("decay", decay_candidates), ("retention", retention_candidates), ("purge", purge_candidates))
 
 
 def lifecycle_counts(*, tenant: Tenant, now: datetime | None = None) -> dict[str, int]:
     """What a run would do now (dry run): how many memories each step would take."""
     now = now or timezone.now()
-    policy = lifecycle_policy(tenant)
+    policy = policy_of(tenant).lifecycle
     return {name: select(tenant.id, policy, now).count() for name, select in STEPS}
 
 
-def refresh_activation(tenant_id: int, policy: Policy, now: datetime) -> int:
+def refresh_activation(tenant_id: int, policy: LifecyclePolicy, now: datetime) -> int:
     return Memory.objects.filter(tenant_id=tenant_id, state=MemoryState.RAW).update(
         activation=activation_sql(now, policy.decay_half_life_days))
 
@@ -102,7 +84,10 @@ def lifecycle_execute(*, run: ConsolidationRun, worker: str, now: datetime | Non
     """Do the work of a claimed lifecycle run (module docstring) and close it."""
     now = now or timezone.now()
     tenant = Tenant.objects.get(id=run.tenant_id)
-    policy = lifecycle_policy(tenant)
+    try:
+        policy = run_policy(run).lifecycle
+    except PolicyInvalid as invalid:
+        return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(invalid))
     counts = {"decay": 0, "retention": 0, "purge": 0}
     try:
         refresh_activation(tenant.id, policy, now)
@@ -111,7 +96,7 @@ def lifecycle_execute(*, run: ConsolidationRun, worker: str, now: datetime | Non
                 counts[name] += moved
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
-    ConsolidationRun.objects.filter(pk=run.id).update(result={**counts, "policy": policy.__dict__})
+    ConsolidationRun.objects.filter(pk=run.id).update(result=counts)
     return run_finish(run_id=run.id, worker=worker, status=RunStatus.SUCCEEDED)
 
 

@@ -1,7 +1,7 @@
 """Condensed passages: what reflected episodes said, kept searchable once the episodes are consolidated.
 
 A reflection call condenses its episodes the way clustering merges (repeated sentences and small talk dropped,
-relative dates anchored), topic by topic, in passages of at most ZEROMEMORY_MERGED_MAX_CHARS characters. A
+relative dates anchored), topic by topic, in passages of at most the policy's merging.max_chars characters. A
 passage whose topic an earlier passage of the scope already holds, with room left, grows that passage instead of
 adding one. What is left is packed into fewer passages whatever their topics (into one another, or into an
 earlier passage with room) — but a passage about several things is found less easily than one about one thing,
@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 
 from consolidation.domain.merging import (
@@ -44,6 +43,7 @@ from consolidation.selectors import (
 )
 from zeromem.core.adapters.embeddings import Vector, embed_texts_reusing
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.policy import Policy, SearchPolicy
 from zeromem.core.domain.recall import document_frequency
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.services import content_hash, memories_embed_pending, search_stats_add, search_stats_remove
@@ -77,8 +77,10 @@ class PassagePlan:
     vectors: Mapping[str, Vector | None]  # the texts planned, embedded
 
 
-def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np.ndarray]) -> list[Passage]:
-    """The episodes among `rows` condensed topic by topic (`vectors`: theirs, by id). Lossless: a profile item
+def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np.ndarray], limit: int
+                       ) -> list[Passage]:
+    """The episodes among `rows` condensed topic by topic (`vectors`: theirs, by id), in passages of at most
+    `limit` characters. Lossless: a profile item
     keeps only what a rule found, so the passages keep every fact the episodes stated ("allergic to gluten" is
     not said by "allergic to sesame")."""
     episodes = [r for r in rows if not r.is_semantic]
@@ -88,7 +90,7 @@ def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np
     for group in topic_groups(similarity):
         members = [episodes[i] for i in group]
         chunks = merge_cluster([Member(r.content, r.created_at.date()) for r in members],
-                               limit=settings.ZEROMEMORY_MERGED_MAX_CHARS, lossless=True)
+                               limit=limit, lossless=True)
         passages += [Passage(chunk.text, [number[members[m].id] for m in chunk.members],
                              _mean([vectors.get(members[m].id) for m in chunk.members])) for chunk in chunks]
     return _all_cited(passages, [number[r.id] for r in episodes])
@@ -111,31 +113,33 @@ def _mean(vectors: Sequence[np.ndarray | None]) -> np.ndarray | None:
 
 
 def passages_plan(scope: ReflectionScope, rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np.ndarray], *,
-                  neighbours: Sequence[MemoryRow] = (), foreseen: Sequence[Planned] = ()) -> PassagePlan:
+                  policy: Policy, neighbours: Sequence[MemoryRow] = (), foreseen: Sequence[Planned] = ()
+                  ) -> PassagePlan:
     """What the call's passages become: growths of the scope's earlier passages of their topic, or new ones (a
     topic's condensed passages of this call sharing one while it has room), packed into fewer whatever their
     topics — as far as no episode is lost to search that way (`Findability`). A plan that would lose one is made
     again without what lost it, up to PLANNING_ROUNDS times (`_Limits`). `vectors`: the rows', by id;
     `neighbours`: what the run read (an episode's canary query is its rarest phrase among them); `foreseen`:
     what the run's later calls are expected to write (`foreseen_passages`), which will compete in search too."""
-    passages = condensed_passages(rows, vectors)
+    limit = policy.merging.max_chars
+    passages = condensed_passages(rows, vectors, limit)
     if not passages:
         return PassagePlan([], [], [], [], {})
     targets = condensed_passages_of(scope, window=rows[0].window)
     similarity = topic_similarity([*(t.content for t in targets), *(p.text for p in passages)],
                                   [*(t.vector for t in targets), *(p.vector for p in passages)],
                                   first_row=len(targets))
-    probe = _Probe(scope, rows, passages, targets, neighbours or rows, foreseen)
+    probe = _Probe(scope, rows, passages, targets, neighbours or rows, foreseen, policy.search)
     limits = _Limits()
     for last in [False] * (PLANNING_ROUNDS - 1) + [True]:
-        placement = _placed(passages, targets, similarity, limits)
+        placement = _placed(passages, targets, similarity, limits, limit)
         lost = probe.lost(placement)
         if not lost:
             break
         limits.tighten(placement, [i for i, p in enumerate(passages) if lost & set(probe.episodes_of(p))],
                        [h for h, episodes in probe.earlier.items() if lost & set(episodes)], last=last)
     else:
-        placement = _placed(passages, targets, similarity, limits)  # what the last plan lost is placed alone
+        placement = _placed(passages, targets, similarity, limits, limit)  # what the last plan lost: alone
     homes, texts = placement.homes, placement.texts
     gained = {home: [n for p, h in zip(passages, homes, strict=True) if h == home for n in p.numbers]
               for home in homes}
@@ -198,11 +202,12 @@ class _Limits:
 
 
 def _placed(passages: Sequence[Passage], targets: Sequence[PassageRow], similarity: np.ndarray,
-            limits: _Limits) -> _Placement:
+            limits: _Limits, limit: int) -> _Placement:
     """Each condensed passage's home and every home's text: grown into an earlier passage of its topic with room,
     else opened and shared by the call's later ones of its topic (`fold_into`); then the opened ones packed whole
-    into one another or into an earlier passage with room (`pack_passages`), within `limits`."""
-    limit, opened = settings.ZEROMEMORY_MERGED_MAX_CHARS, len(targets)
+    into one another or into an earlier passage with room (`pack_passages`), within `limits` and `limit`
+    characters."""
+    opened = len(targets)
     similarity = similarity.copy()
     for i in limits.alone:
         similarity[i, :] = 0.0
@@ -221,9 +226,10 @@ class _Probe:
     changes. The planned texts are embedded once (the call writes with these vectors)."""
 
     def __init__(self, scope: ReflectionScope, rows: Sequence[MemoryRow], passages: Sequence[Passage],
-                 targets: Sequence[PassageRow], neighbours: Sequence[MemoryRow], foreseen: Sequence[Planned]) -> None:
+                 targets: Sequence[PassageRow], neighbours: Sequence[MemoryRow], foreseen: Sequence[Planned],
+                 search: SearchPolicy) -> None:
         self.rows, self.passages, self.targets, self.foreseen = rows, passages, targets, foreseen
-        self.findability = Findability(tenant_id=scope.tenant_id, user_id=scope.user_id)
+        self.findability = Findability(tenant_id=scope.tenant_id, user_id=scope.user_id, search=search)
         self.frequency = document_frequency(r.content for r in neighbours)
         self.queries = self._queried((r.id, r.content) for r in rows if not r.is_semantic)
         self.earlier: dict[int, list[uuid.UUID]] = {}  # target index → the episodes it cites (read once)
@@ -264,10 +270,10 @@ class _Probe:
         return {e: q for e, content in episodes for q in [canary_query(content, self.frequency)] if q}
 
 
-def foreseen_passages(rows: Sequence[MemoryRow]) -> list[Planned]:
+def foreseen_passages(rows: Sequence[MemoryRow], limit: int) -> list[Planned]:
     """What a later call of the run is expected to write: its episodes condensed by topic, not packed (the way
     its passages would compete hardest with the others for a search), each with its episodes' mean vector."""
-    passages = condensed_passages(rows, memory_vectors([r.id for r in rows]))
+    passages = condensed_passages(rows, memory_vectors([r.id for r in rows]), limit)
     return [Planned(uuid.uuid4(), p.text, None if p.vector is None else p.vector.tolist(),
                     frozenset(rows[n - 1].id for n in p.numbers if not rows[n - 1].is_semantic)) for p in passages]
 

@@ -53,7 +53,7 @@ from consolidation.jobs.passages import Passage, PassagePlan, foreseen_passages,
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
-from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_progress
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_policy, run_progress
 from consolidation.selectors import (
     MemoryRow,
     ReflectionScope,
@@ -67,9 +67,11 @@ from profiles.services import ProfileItem, profile_merge
 from zeromem.core.adapters import llm
 from zeromem.core.adapters.embeddings import Vector, embed_texts, embed_texts_reusing
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.policy import Policy, PolicyInvalid, ReflectionPolicy
 from zeromem.core.domain.text import stems
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, semantic_event_data
+from zeromem.core.policies import policy_for
 from zeromem.core.selectors import llm_tokens_this_month
 from zeromem.core.services import content_hash, llm_usage_add, search_stats_add
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
@@ -223,16 +225,16 @@ class Plan:
         return [f.insight for f, c in zip(self.filed, self.carrier, strict=True) if c is None]
 
 
-def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, model: str,
-              known: Sequence[str], neighbours: Sequence[MemoryRow] = (), foreseen: Sequence[Planned] = ()) -> Plan:
-    kept = keep_durable(reflection, batch.sources, min_confidence=settings.ZEROMEMORY_REFLECTION_MIN_CONFIDENCE)
+def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, model: str, known: Sequence[str],
+              policy: Policy, neighbours: Sequence[MemoryRow] = (), foreseen: Sequence[Planned] = ()) -> Plan:
+    kept = keep_durable(reflection, batch.sources, min_confidence=policy.reflection.min_confidence)
     filed = file_insights(kept, subject=scope.subject, known=known, model_wrote=not llm.is_builtin(model))
     filed = [supported_by(f, memories_near(scope, vector=v, threshold=SUPPORT_SIMILARITY,
                                            excluding=[r.id for r in batch.rows]))
              if v is not None else f for f, v in zip(filed, embed_texts([f.insight.statement for f in filed]),
                                                      strict=True)]
-    passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), neighbours=neighbours,
-                             foreseen=foreseen)
+    passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), policy=policy,
+                             neighbours=neighbours, foreseen=foreseen)
     return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary)
 
 
@@ -246,13 +248,13 @@ def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
 
 
 def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, batch: Batch, result: CallResult,
-                model: str, known: Sequence[str], neighbours: Sequence[MemoryRow] = (),
+                model: str, known: Sequence[str], policy: Policy, neighbours: Sequence[MemoryRow] = (),
                 foreseen: Sequence[Planned] = ()) -> list[str]:
     """Write one successful call; returns the statements kept. `neighbours`: every memory the run read;
     `foreseen`: what its later calls are expected to write."""
     assert result.reflection is not None
-    plan = call_plan(scope, batch, result.reflection, model=model, known=known, neighbours=neighbours,
-                     foreseen=foreseen)
+    plan = call_plan(scope, batch, result.reflection, model=model, known=known, policy=policy,
+                     neighbours=neighbours, foreseen=foreseen)
     fallback = [] if plan.passages.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
     drafts = call_drafts(plan.own_insights, fallback, plan.passages.new, plan.passages.vectors)
     growth_vectors = embed_texts_reusing([g.text for g in plan.passages.growths], plan.passages.vectors)
@@ -458,12 +460,11 @@ def scope_of(run: ConsolidationRun) -> ReflectionScope:
     return ReflectionScope(run.tenant_id, run.user_id, run.entity_id, run.namespace or "global")
 
 
-def plan_reflection(scope: ReflectionScope, *, force: bool) -> list[Batch]:
-    recent, size = settings.ZEROMEMORY_REFLECTION_WINDOW, settings.ZEROMEMORY_REFLECTION_BATCH
-    max_calls = settings.ZEROMEMORY_REFLECTION_MAX_CALLS
+def plan_reflection(scope: ReflectionScope, *, force: bool, policy: ReflectionPolicy) -> list[Batch]:
+    recent, size, max_calls = policy.window, policy.batch, policy.max_calls
     rows = reflection_candidates(scope, force=force, limit=recent + size * max_calls)
     plan = plan_batches([Candidate(r.created_at, r.importance, r.window) for r in rows], recent=recent,
-                        size=size, min_remaining=settings.ZEROMEMORY_REFLECTION_MIN_REMAINING, max_calls=max_calls)
+                        size=size, min_remaining=policy.min_remaining, max_calls=max_calls)
     return [Batch(sorted([rows[i] for i in indexes], key=lambda r: r.created_at)) for indexes in plan]
 
 
@@ -477,6 +478,10 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     `answered`: the run's batches with the results of the calls it shared with other entities of the user
     (`reflection_user_run_now`); without it the run plans and calls for itself."""
     tenant = Tenant.objects.get(id=run.tenant_id)
+    try:
+        policy = run_policy(run)
+    except PolicyInvalid as invalid:
+        return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(invalid))
     scope = scope_of(run)
     model = reflection_model(tenant)
     ConsolidationRun.objects.filter(pk=run.id).update(model=model)
@@ -485,17 +490,19 @@ def reflection_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     refusal = budget_refusal(tenant, model) if answered is None else ""  # shared calls are paid already
     if refusal:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.SKIPPED, error=refusal)
-    batches = plan_reflection(scope, force=force) if answered is None else [batch for batch, _ in answered]
+    batches = (plan_reflection(scope, force=force, policy=policy.reflection) if answered is None
+               else [batch for batch, _ in answered])
     with transaction.atomic():
         run_progress(run_id=run.id, calls_planned=run.result.get("calls_done", 0) + len(batches),
                      entity_id=scope.entity_id, user_id=scope.user_id)
     rows = [row for batch in batches for row in batch.rows]
-    baseline = canary_baseline(run=run, consolidating=[r for r in rows if not r.is_semantic], neighbours=rows)
+    baseline = canary_baseline(run=run, consolidating=[r for r in rows if not r.is_semantic], neighbours=rows,
+                               policy=policy)
     try:
-        if settings.ZEROMEMORY_EXTRACTION_PHASE and not llm.is_builtin(model):
+        if policy.reflection.extraction_phase and not llm.is_builtin(model):
             _extraction_phase(run, worker, scope, model, rows)
         results = _own_calls(model, scope, batches) if answered is None else [result for _, result in answered]
-        _write_all(run, worker, scope, model, list(zip(batches, results, strict=True)), progress)
+        _write_all(run, worker, scope, model, list(zip(batches, results, strict=True)), progress, policy)
         failure = safety_check(run=run, worker=worker, baseline=baseline)
     except LeaseLost:
         return ConsolidationRun.objects.get(pk=run.id)
@@ -524,10 +531,11 @@ def _own_calls(model: str, scope: ReflectionScope, batches: list[Batch]) -> list
 
 
 def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model: str, answered: Answered,
-               progress: Progress | None) -> None:
+               progress: Progress | None, policy: Policy) -> None:
     known = user_entities(tenant_id=scope.tenant_id, user_id=scope.user_id, namespace=scope.namespace)
     neighbours = [row for batch, _ in answered for row in batch.rows]
-    foreseen = [foreseen_passages(batch.rows) if isinstance(result, CallResult) and result.reflection else []
+    foreseen = [foreseen_passages(batch.rows, policy.merging.max_chars)
+                if isinstance(result, CallResult) and result.reflection else []
                 for batch, result in answered]
     for done, (batch, result) in enumerate(answered, 1):
         if isinstance(result, Exception):
@@ -537,7 +545,7 @@ def _write_all(run: ConsolidationRun, worker: str, scope: ReflectionScope, model
         else:
             try:
                 _write_call(run=run, worker=worker, scope=scope, batch=batch, result=result, model=model,
-                            known=known, neighbours=neighbours,
+                            known=known, policy=policy, neighbours=neighbours,
                             foreseen=[p for later in foreseen[done:] for p in later])
             except TransitionRefused:
                 _record_failed_call(run, worker, scope, CallResult(None, result.usage, result.repairs,
@@ -552,16 +560,16 @@ def reflection_user_run_now(*, tenant_id: int, user_id: str, trigger: str, force
                             wait_seconds: float = 3600) -> list[RunOutcome]:
     """Reflect every eligible scope of one user (the thresholds apply; `force` only lets the runs read the
     current session too), one run each, one after the other. With an LLM, the scopes share calls (up to
-    ZEROMEMORY_REFLECTION_SHARED_CALL memories a call, at most ZEROMEMORY_REFLECTION_BATCH of one scope): the
-    calls are made first, then each run writes its parts. One user's memories never share a prompt with another
-    user's."""
-    scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id)
-    answered = shared_calls(tenant_id=tenant_id, scopes=scopes, force=force)
+    the policy's reflection.shared_call memories a call, at most reflection.batch of one scope): the calls are made
+    first, then each run writes its parts. One user's memories never share a prompt with another user's."""
+    policy = policy_for(tenant_id=tenant_id)
+    scopes = reflection_eligible_scopes(policies={tenant_id: policy}, tenant_id=tenant_id, user_id=user_id)
+    answered = shared_calls(tenant_id=tenant_id, scopes=scopes, force=force, policy=policy.reflection)
     return [reflection_run_now(scope=scope, trigger=trigger, force=force, wait_seconds=wait_seconds,
                                answered=answered.get(scope)) for scope in scopes]
 
 
-def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool
+def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool, policy: ReflectionPolicy
                  ) -> dict[ReflectionScope, Answered]:
     """Each scope's batches with their results; empty when there is nothing to share (one scope, a built-in
     engine, or a spent budget: each run then plans and calls for itself)."""
@@ -569,13 +577,12 @@ def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool
     model = reflection_model(tenant)
     if len(scopes) < 2 or llm.is_builtin(model) or budget_refusal(tenant, model):
         return {}
-    plans = [plan_reflection(scope, force=force) for scope in scopes]
+    plans = [plan_reflection(scope, force=force, policy=policy) for scope in scopes]
     rows = [[row for batch in plan for row in batch.rows] for plan in plans]
     calls = [[(piece.scope, Batch(sorted((rows[piece.scope][i] for i in piece.indexes),
                                          key=lambda r: r.created_at))) for piece in call]
              for call in pack_calls([_positions(plan) for plan in plans],
-                                    per_call=settings.ZEROMEMORY_REFLECTION_SHARED_CALL,
-                                    per_scope=settings.ZEROMEMORY_REFLECTION_BATCH)]
+                                    per_call=policy.shared_call, per_scope=policy.batch)]
 
     def call(pieces: list[tuple[int, Batch]]) -> list[CallResult]:
         keys = part_keys(len(pieces))

@@ -1,10 +1,10 @@
 """The retrieval safety net (issue 9): a clustering or reflection run must never make retrieval worse.
 
 Before a run writes, the canaries of its user are measured: the operator's (admin → Canaries: a query and the
-memories it must find) and up to `ZEROMEMORY_CANARY_SAMPLE` sampled from the memories the run is about to
+memories it must find) and up to the policy's `canaries.sample` sampled from the memories the run is about to
 consolidate (query = the memory's most distinctive phrase, expected = that memory). After the run writes, the
 same canaries are measured again with the same search. Measure = budget recall (ARCHITECTURE.md, "Quality"): a semantic
-memory covers what it cites, transitively. When the mean drops by more than `ZEROMEMORY_CANARY_MAX_DROP`, the
+memory covers what it cites, transitively. When the mean drops by more than `canaries.max_drop`, the
 run's changes are undone through the ledger and the run fails with the figures. Canary searches call the
 search selector directly, so they record no access.
 """
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from consolidation.corrections.revert import run_revert
@@ -25,6 +24,7 @@ from consolidation.jobs.findability import SEARCH_DEPTH, canary_query
 from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
 from consolidation.selectors import MemoryRow, provenance
+from zeromem.core.domain.policy import CanaryPolicy, Policy, SearchPolicy
 from zeromem.core.domain.recall import budget_recall, document_frequency
 from zeromem.core.selectors import MemoryFilter, memories_ranked
 
@@ -41,6 +41,7 @@ class Probe:
 class Baseline:
     probes: list[Probe]
     before: list[float]
+    policy: Policy  # the run's: the searches after it writes rank as the searches before did
 
     @property
     def mean(self) -> float:
@@ -48,7 +49,7 @@ class Baseline:
 
 
 def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
-                  neighbours: Sequence[MemoryRow]) -> list[Probe]:
+                  neighbours: Sequence[MemoryRow], policy: CanaryPolicy) -> list[Probe]:
     """The operator's canaries for the run's user, and a sample of the memories about to be consolidated, each
     queried by its rarest phrase among `neighbours` (the memories the run read)."""
     configured = [Probe(c.query, frozenset(uuid.UUID(str(i)) for i in c.expected_memory_ids), f"canary {c.id}")
@@ -59,7 +60,7 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
     random.Random(str(run.id)).shuffle(pool)  # the same sample when a run is retried
     sampled: list[Probe] = []
     for row in pool:
-        if len(sampled) >= sample_size(len(consolidating)):
+        if len(sampled) >= sample_size(len(consolidating), policy):
             break
         phrase = canary_query(row.content, frequency)
         if phrase:
@@ -67,35 +68,36 @@ def canary_probes(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
     return configured + sampled
 
 
-def sample_size(consolidated: int) -> int:
+def sample_size(consolidated: int, policy: CanaryPolicy) -> int:
     """Canaries sampled for a run that consolidates this many memories: proportional (one per memory, at most
-    ZEROMEMORY_CANARY_SAMPLE), none below ZEROMEMORY_CANARY_MIN_CONSOLIDATED — a tiny run is not worth 40
-    searches."""
-    if consolidated < settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED:
+    `policy.sample`), none below `policy.min_consolidated` — a tiny run is not worth 40 searches."""
+    if consolidated < policy.min_consolidated:
         return 0
-    return min(settings.ZEROMEMORY_CANARY_SAMPLE, consolidated)
+    return min(policy.sample, consolidated)
 
 
-def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe]) -> list[float]:
+def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe], search: SearchPolicy) -> list[float]:
     """Budget recall of each probe: every search in one read transaction, then one provenance query for all
     the hits. The newer-first reordering is left out (`memories_ranked`): it costs more than the search on a
     small run, and the before and after rankings are compared with the same function."""
     scope = MemoryFilter(tenant_id=tenant_id, user_id=user_id)
     with transaction.atomic():
-        rankings = [memories_ranked(scope=scope, query=probe.query, top_k=SEARCH_DEPTH) for probe in probes]
+        rankings = [memories_ranked(scope=scope, query=probe.query, top_k=SEARCH_DEPTH, policy=search)
+                    for probe in probes]
         covers = provenance(list({memory_id for ranking in rankings for memory_id, _ in ranking}))
     return [budget_recall(ranking, covers, probe.expected) for probe, ranking in zip(probes, rankings, strict=True)]
 
 
 def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
-                    neighbours: Sequence[MemoryRow]) -> Baseline | None:
-    """Measure before the run writes; None when the net is off or there is nothing to guard."""
-    if not settings.ZEROMEMORY_CANARIES or not consolidating:
+                    neighbours: Sequence[MemoryRow], policy: Policy) -> Baseline | None:
+    """Measure before the run writes; None when the run's policy turns the net off or there is nothing to guard."""
+    if not policy.canaries.enabled or not consolidating:
         return None
-    probes = canary_probes(run=run, consolidating=consolidating, neighbours=neighbours)
+    probes = canary_probes(run=run, consolidating=consolidating, neighbours=neighbours, policy=policy.canaries)
     if not probes:
         return None
-    return Baseline(probes, probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=probes))
+    return Baseline(probes, probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=probes,
+                                          search=policy.search), policy)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class Verdict:
     before: float
     after: float
     worse: list[str]  # labels of the canaries whose recall dropped
+    max_drop: float  # the policy's canaries.max_drop
 
     @property
     def drop(self) -> float:
@@ -112,17 +115,17 @@ class Verdict:
     @property
     def failed(self) -> bool:
         # Rounded: 1.0 - 0.95 is 0.05000000000000004 in floating point, and one canary of 20 lost is a drop of
-        # exactly 0.05, which "more than ZEROMEMORY_CANARY_MAX_DROP" allows.
-        return round(self.drop, 9) > settings.ZEROMEMORY_CANARY_MAX_DROP
+        # exactly 0.05, which "more than max_drop" allows.
+        return round(self.drop, 9) > self.max_drop
 
     def as_json(self) -> dict[str, Any]:
         return {"canaries": self.canaries, "recall_before": round(self.before, 4),
-                "recall_after": round(self.after, 4), "max_drop": settings.ZEROMEMORY_CANARY_MAX_DROP,
+                "recall_after": round(self.after, 4), "max_drop": self.max_drop,
                 "failed": self.failed, "worse": self.worse[:10]}
 
     def reason(self, undone: int, refused: Sequence[str]) -> str:
         text = (f"retrieval safety net: budget recall over {self.canaries} canaries fell from {self.before:.3f} to "
-                f"{self.after:.3f} (more than {settings.ZEROMEMORY_CANARY_MAX_DROP}); {undone} change(s) of this "
+                f"{self.after:.3f} (more than {self.max_drop}); {undone} change(s) of this "
                 f"run were undone through the ledger")
         if refused:
             text += f"; {len(refused)} could not be undone: " + "; ".join(refused[:3])
@@ -130,9 +133,10 @@ class Verdict:
 
 
 def canary_verdict(*, run: ConsolidationRun, baseline: Baseline) -> Verdict:
-    after = probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=baseline.probes)
+    after = probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=baseline.probes,
+                          search=baseline.policy.search)
     worse = [p.label for p, b, a in zip(baseline.probes, baseline.before, after, strict=True) if a < b]
-    return Verdict(len(after), baseline.mean, sum(after) / len(after), worse)
+    return Verdict(len(after), baseline.mean, sum(after) / len(after), worse, baseline.policy.canaries.max_drop)
 
 
 def safety_check(*, run: ConsolidationRun, worker: str, baseline: Baseline | None) -> str | None:

@@ -10,18 +10,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F
 
 from consolidation.domain import update_judging
-from consolidation.domain.contradictions import CONTRADICTS, MIN_GAP, SUPERSEDE, ClaimVerdict, Verdict
+from consolidation.domain.contradictions import CONTRADICTS, SUPERSEDE, ClaimVerdict, Verdict
 from consolidation.domain.insights import InvalidOutput
 from consolidation.jobs.reflection import budget_refusal, reflection_model
 from consolidation.models import ConsolidationRun
 from consolidation.runs import run_progress
 from zeromem.core.adapters import llm
+from zeromem.core.domain.policy import UpdatesPolicy
 from zeromem.core.services import llm_usage_add
 from zeromem.models import Tenant
 
@@ -40,16 +42,17 @@ class Judging:
     usage: llm.Usage = field(default_factory=llm.Usage)
 
 
-def update_judge(*, run: ConsolidationRun, tenant: Tenant) -> Judge | None:
+def update_judge(*, run: ConsolidationRun, tenant: Tenant, policy: UpdatesPolicy) -> Judge | None:
     """The judge for this run, or None when no model is configured (the built-in engine) or the budget is spent."""
     model = reflection_model(tenant)
     if llm.is_builtin(model) or budget_refusal(tenant, model):
         return None
-    return lambda verdicts: judge_unsure(verdicts, model=model, run=run, tenant=tenant)
+    min_gap = timedelta(hours=policy.min_gap_hours)
+    return lambda verdicts: judge_unsure(verdicts, model=model, run=run, tenant=tenant, min_gap=min_gap)
 
 
-def judge_unsure(verdicts: Sequence[ClaimVerdict], *, model: str, run: ConsolidationRun,
-                 tenant: Tenant) -> list[ClaimVerdict]:
+def judge_unsure(verdicts: Sequence[ClaimVerdict], *, model: str, run: ConsolidationRun, tenant: Tenant,
+                 min_gap: timedelta) -> list[ClaimVerdict]:
     """The verdicts with the unsure ones replaced by the model's answers, where it gave one."""
     unsure = [n for n, v in enumerate(verdicts) if v.verdict.unsure]
     batches = [unsure[i:i + update_judging.BATCH] for i in range(0, len(unsure), update_judging.BATCH)]
@@ -68,7 +71,7 @@ def judge_unsure(verdicts: Sequence[ClaimVerdict], *, model: str, run: Consolida
         answers.update(_answers(completion.text, batch))
     judging.decided = len(answers)
     _charge(run, tenant, judging)
-    return [_decided(v, answers[n]) if n in answers else v for n, v in enumerate(verdicts)]
+    return [_decided(v, answers[n], min_gap) if n in answers else v for n, v in enumerate(verdicts)]
 
 
 def _pairs(verdicts: Sequence[ClaimVerdict], batch: list[int]) -> list[update_judging.Pair]:
@@ -87,12 +90,12 @@ def _answers(text: str, batch: list[int]) -> dict[int, update_judging.Judged]:
     return {batch[j.number - 1]: j for j in judged}
 
 
-def _decided(found: ClaimVerdict, judged: update_judging.Judged) -> ClaimVerdict:
-    """The model's answer, except that two statements made within `MIN_GAP` never supersede one another (the rules'
+def _decided(found: ClaimVerdict, judged: update_judging.Judged, min_gap: timedelta) -> ClaimVerdict:
+    """The model's answer, except that two statements made within `min_gap` never supersede one another (the rules'
     own condition): the model's "supersede" there is a flag."""
     reason = f"model: {judged.reason}" if judged.reason else "model"
     kind = judged.kind
-    if kind == SUPERSEDE and found.newer.statement.at - found.older.statement.at < MIN_GAP:
+    if kind == SUPERSEDE and found.newer.statement.at - found.older.statement.at < min_gap:
         kind = CONTRADICTS
     return replace(found, verdict=Verdict(kind, reason, found.verdict.overlap))
 

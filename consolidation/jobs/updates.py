@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -40,6 +41,7 @@ from consolidation.runs import run_fence
 from consolidation.selectors import ClusteringRow, Loaded
 from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.domain.policy import UpdatesPolicy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
@@ -57,12 +59,14 @@ class UpdatePlan:
     claim_pairs: int
 
 
-def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None) -> UpdatePlan:
-    """Claims of the episodes, candidate pairs from their index, verdicts (the unsure ones to `judge` when an LLM
-    is configured), and what they mean for whole memories."""
+def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, policy: UpdatesPolicy) -> UpdatePlan:
+    """Claims of the episodes, candidate pairs from their index, verdicts under `policy` (the unsure ones to
+    `judge` when an LLM is configured), and what they mean for whole memories."""
     claims = user_claims(loaded, common)
     found = claim_pairs(claims)
-    verdicts: list[ClaimVerdict] = claim_verdicts(claims, found, keep_unsure=judge is not None)
+    verdicts: list[ClaimVerdict] = claim_verdicts(
+        claims, found, keep_unsure=judge is not None, min_gap=timedelta(hours=policy.min_gap_hours),
+        same_attribute=policy.same_attribute, certain_attribute=policy.certain_attribute)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
     retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
                    for older, retired in updates.retired.items()]

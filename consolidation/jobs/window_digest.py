@@ -1,8 +1,8 @@
 """Window digests, written by a clustering run after its merges (ARCHITECTURE.md, "Jobs").
 
 A window (namespace, entity, window) the run read episodes of gets one digest memory
-(`consolidation/domain/digests.py`) when the events its active memories stand for number at least
-`ZEROMEMORY_WINDOW_DIGEST_MIN`, or when it already has a digest. The digest cites every memory still active in the
+(`consolidation/domain/digests.py`) when the events its active memories stand for number at least the policy's
+`clustering.window_digest_min`, or when it already has a digest. The digest cites every memory still active in the
 window — the run's merged memories, the events left unmerged, the window's earlier digest — which move to
 consolidated in the same transaction: every event is covered exactly once, transitively, and the digest's
 `source_count` is the window's event count.
@@ -19,7 +19,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -31,9 +30,10 @@ from consolidation.models import ConsolidationRun
 from consolidation.runs import run_fence
 from consolidation.selectors import Loaded
 from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.domain.policy import Policy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, semantic_event_data
-from zeromem.core.services import content_hash, search_stats_add, window_tag_prefix
+from zeromem.core.services import content_hash, search_stats_add
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 Scope = tuple[str, str | None, str]
@@ -50,14 +50,15 @@ def digest_scopes(loaded: Loaded) -> dict[Scope, list[uuid.UUID]]:
     return dict(found)
 
 
-def window_digests_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded) -> int:
-    """One digest per window that qualifies; a window whose memories another writer moved meanwhile is skipped."""
+def window_digests_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: Loaded, policy: Policy
+                         ) -> int:
+    """One digest per window that qualifies under the run's `policy`; a window whose memories another writer moved
+    meanwhile is skipped."""
     written = 0
     semantic_read = [r.id for r in loaded.rows if r.is_semantic]
-    prefix = window_tag_prefix(tenant_id)
     for scope, episodes in digest_scopes(loaded).items():
         try:
-            written += _write_one(run, worker, tenant_id, scope, episodes + semantic_read, prefix)
+            written += _write_one(run, worker, tenant_id, scope, episodes + semantic_read, policy)
         except TransitionRefused:
             continue
     return written
@@ -125,19 +126,20 @@ def _loudest(member: Memory, events: Events) -> float:
 
 
 def _write_one(run: ConsolidationRun, worker: str, tenant_id: int, scope: Scope, read: list[uuid.UUID],
-               prefix: str) -> int:
+               policy: Policy) -> int:
     members = _members(tenant_id, run.user_id, scope, read)
     under = _events_under(members)
     events: Events = {e: i for found in under.values() for e, i in found.items()}
     earlier = next((m for m in members if _is_digest(m)), None)
-    if len(members) < 2 or (earlier is None and len(events) < settings.ZEROMEMORY_WINDOW_DIGEST_MIN):
+    if len(members) < 2 or (earlier is None and len(events) < policy.clustering.window_digest_min):
         return 0
+    prefix = policy.clustering.window_tag_prefix
     # What the members still say (a merge's text, an event left alone): never a statement this run retired.
     inputs = [Event(_statements_of(m), _loudest(m, under[m.id]), (m.valid_from or m.created_at).date(),
                     _labels(m.tags, prefix)) for m in members]
     importance = mean_importance([i for i in events.values() if i is not None],
                                  fallback=max(m.importance for m in members))
-    digest = window_digest(scope[2], inputs, event_count=len(events), limit=settings.ZEROMEMORY_MERGED_MAX_CHARS,
+    digest = window_digest(scope[2], inputs, event_count=len(events), limit=policy.merging.max_chars,
                            importance=importance)
     [vector] = embed_texts([digest.text])
     with transaction.atomic():

@@ -103,14 +103,13 @@ def test_equal_strength_puts_the_latest_seen_first(api, tenant, now):
     assert statements(body["recent"]) == ["Alice likes opera.", "Alice likes jazz."]
 
 
-def test_recent_means_first_said_within_the_configured_days(tenant, now, settings):
-    settings.ZEROMEMORY_PROFILE_RECENT_DAYS = 7
+def test_recent_means_first_said_within_the_configured_days(tenant, now):
     profile = MemoryProfile.objects.create(tenant=tenant, user_id="u1", facts=[
         item("Said seven days ago.", seen=now - 7 * DAY),
         item("Said just over seven days ago.", seen=now - 7 * DAY - HOUR),
         item("Seen today, said long ago.", seen=now, valid_from=(now - 30 * DAY).isoformat())])
 
-    view = profile_view(profile=profile, budget_chars=None, now=now)
+    view = profile_view(profile=profile, budget_chars=None, now=now, recent_days=7)
 
     assert statements(view.recent) == ["Said seven days ago."]
     assert set(statements(view.static)) == {"Said just over seven days ago.", "Seen today, said long ago."}

@@ -159,7 +159,7 @@ def test_a_bad_call_is_a_tool_error_and_the_server_keeps_serving(server: Callabl
 
 def test_why_names_the_sources_of_a_semantic_memory_and_the_run_that_merged_them(
         env: dict[str, str], tenant: Any, three_days_ago: Any) -> None:
-    # Four: a run consolidating fewer samples no canary (ZEROMEMORY_CANARY_MIN_CONSOLIDATED).
+    # Four: a run consolidating fewer samples no canary (the policy's canaries.min_consolidated).
     ids = ingest_clusterable(tenant, [f"The billing-api Redis cache hit its limit, day {i}." for i in range(4)],
                              created_at=three_days_ago)
     run_id = str(clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run.id)

@@ -18,7 +18,8 @@ from consolidation.ledger import memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry
 from consolidation.runs import LeaseLost, run_fence, run_request, run_start
 from tests.conftest import subprocess_database_url
-from tests.factories import DAY, HOUR, MINUTE, ingest, ingest_clusterable
+from tests.factories import DAY, HOUR, MINUTE, ingest, ingest_clusterable, policy_set
+from zeromem.core.domain.policy import policy_with_overrides
 from zeromem.models import Memory, MemorySource, Tenant
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
@@ -222,9 +223,8 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant, th
     """Two `consolidate` processes at once for one user: the second joins the run the first started. A run takes
     ~0.2 s, so the second process (~2 s to start) sometimes arrives after it ended (then it finds nothing left to
     do, which must lose and duplicate nothing too): up to three users are tried until the two overlap."""
-    env = {**os.environ, "DATABASE_URL": subprocess_database_url(),
-           "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash", "ZEROMEMORY_CLUSTER_COSINE_FLOOR": "0.99",
-           "ZEROMEMORY_CLUSTER_FOLD_FLOOR": "0"}  # entities only
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(), "ZEROMEMORY_EMBEDDING_MODEL": "builtin:hash"}
+    policy_set(tenant, {"clustering": {"cosine_floor": 0.99, "fold_floor": 0.0}})  # entities only
     for user in ("u1", "u2", "u3"):
         for topic in range(15):
             ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)], user=user,
@@ -246,9 +246,8 @@ def test_two_processes_clustering_one_user_lose_and_duplicate_nothing(tenant, th
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, settings,
-                                                                                      three_days_ago):
-    settings.ZEROMEMORY_MERGED_MAX_CHARS = 200
+def test_a_cluster_too_long_for_one_text_becomes_several_memories_that_cite_every_member(tenant, three_days_ago):
+    policy_set(tenant, {"merging": {"max_chars": 200}})
     ingest_clusterable(tenant, [f"Migration step {i}: moved table t{i} with {i * 1000} rows from the billing-api "
                                 f"Redis cache." for i in range(10)], created_at=three_days_ago)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
@@ -326,14 +325,14 @@ def test_episodes_the_first_level_leaves_alone_pair_up_within_their_session_at_t
 def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_writes_the_rest(tenant, settings,
                                                                                           three_days_ago):
     settings.ZEROMEMORY_CLUSTERING_WRITE_CHUNK = 2
-    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # three merges, not one folded text
+    three_merges = policy_with_overrides({"clustering": {"fold_floor": 0.0}})  # three merges, not one folded text
     for topic in range(3):
         ingest_clusterable(tenant, [f"Topic {topic}: note {i}." for i in range(3)],
                            entities=(f"svc-{topic}", f"db-{topic}"), created_at=three_days_ago)
     run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="cli")
     run = run_start(run_id=run.id, worker="w1")
     plan = clustering_plan(tenant=Tenant.objects.get(id=tenant.id), user_id="u1", now=three_days_ago + 3 * DAY,
-                           force=True)
+                           force=True, policy=three_merges)
     assert len(plan.merges) == 3
     moved = plan.loaded.ids[plan.merges[1].members[0]]  # in the first chunk, with merge 0
     memory_transition(tenant_id=tenant.id, memory_ids=[moved], operation="decay", actor="another writer")
@@ -349,15 +348,14 @@ def test_a_chunk_leaves_out_the_merge_another_writer_moved_a_member_of_and_write
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_piece(tenant, settings,
-                                                                                      three_days_ago):
-    settings.ZEROMEMORY_CLUSTER_SESSION_FLOOR = 0  # the second level off: only the third can fold them
-    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0.3
+def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_piece(tenant, three_days_ago):
+    clustering = {"session_floor": 0.0, "fold_floor": 0.3}  # the second level off: only the third can fold them
     same, other = two_sessions_at_cosine_045(tenant, three_days_ago)
-    settings.ZEROMEMORY_MERGED_MAX_CHARS = 80  # the two (91 characters) do not fit one text: nothing folds
+    # The two (91 characters) do not fit one text of 80 characters or fewer: nothing folds.
+    policy_set(tenant, {"clustering": clustering, "merging": {"max_chars": 80}})
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     assert not Memory.objects.filter(tenant=tenant, memory_type="semantic").exists()
-    settings.ZEROMEMORY_MERGED_MAX_CHARS = 350
+    policy_set(tenant, {"clustering": clustering, "merging": {"max_chars": 350}})
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
     assert cluster_members(tenant)[semantic.id] == set(same)  # another session's episode is never folded in
@@ -367,11 +365,11 @@ def test_the_third_level_folds_what_a_session_leaves_while_the_text_fits_in_one_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_folds(tenant, settings, monkeypatch,
+def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_folds(tenant, monkeypatch,
                                                                                    three_days_ago):
     monkeypatch.setattr(clustering_job, "FOLD_WINDOW", 8)
     monkeypatch.setattr(clustering_job, "FOLD_MISSES", 2)
-    settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR = 0.99  # one topic for all: every pair is a fold candidate
+    policy = policy_with_overrides({"clustering": {"cosine_floor": 0.99}})  # one topic: every pair may fold
     ids = ingest(tenant, [f"Build {i} of the search indexer passed its {i * 7} checks." for i in range(60)],
                  entities=(), session="s1", created_at=three_days_ago)
     Memory.objects.filter(id__in=ids).update(embedding=[1.0] + [0.0] * 383)
@@ -382,9 +380,9 @@ def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_fol
     monkeypatch.setattr(clustering_job, "_folded",
                         lambda *args: windows[-1].append(1) or folded(*args))
     plan = clustering_plan(tenant=Tenant.objects.get(id=tenant.id), user_id="u1", now=three_days_ago + 3 * DAY,
-                           force=True)
+                           force=True, policy=policy)
     assert len(windows) >= 2 and all(units <= 8 for units, *_ in windows)
     assert all(len(tried) <= units - 1 + 2 for units, *tried in windows)
-    assert all(len(merge.text) <= settings.ZEROMEMORY_MERGED_MAX_CHARS for merge in plan.merges)
+    assert all(len(merge.text) <= policy.merging.max_chars for merge in plan.merges)
     cited = [i for merge in plan.merges for i in merge.members]
     assert len(cited) == len(set(cited))

@@ -23,6 +23,7 @@ from consolidation.domain.contradictions import (
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import LedgerEntry
 from tests.factories import DAY, MINUTE, ingest_one
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.models import Memory, MemoryRelation, MemorySource
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -209,7 +210,8 @@ def test_a_replaced_claim_in_a_long_turn_retires_while_the_rest_stays_searchable
     assert {m.source_memory_id for m in MemorySource.objects.filter(memory__in=[claim, remainder])} == {older}
     assert MemoryRelation.objects.filter(from_memory_id=newer, to_memory_id=claim.id, relation_type="supersedes")
     hits = [h.memory.id for h in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
-                                                 query="how many countries have I visited", top_k=5)]
+                                                 query="how many countries have I visited", top_k=5,
+                                                 policy=SearchPolicy())]
     assert claim.id not in hits and newer in hits
     entry = LedgerEntry.objects.get(action="claim.retire")
     assert entry.undoable and entry.inputs["claims"][0]["sentence"] == claim.content

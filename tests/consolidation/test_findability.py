@@ -9,6 +9,7 @@ from consolidation.jobs.findability import Findability, Planned, canary_query
 from consolidation.jobs.safety import Probe, probe_recalls
 from tests.factories import DAY, ingest, memory_input, reflect_entity
 from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.domain.recall import document_frequency
 from zeromem.models import Memory
 
@@ -37,14 +38,14 @@ def setup(tenant, n_twins):
 
 def test_an_episode_packed_among_other_topics_is_lost_behind_its_twins_and_found_in_a_passage_of_its_own(tenant):
     episode, query = setup(tenant, n_twins=24)  # 24 twins take 1,728 of the 2,000 characters
-    probe = Findability(tenant_id=tenant.id, user_id="u1")
+    probe = Findability(tenant_id=tenant.id, user_id="u1", search=SearchPolicy())
     assert probe.lost({episode: query}, gone=[episode], planned=[planned(MIXED, episode)]) == {episode}
     assert probe.lost({episode: query}, gone=[episode], planned=[planned(ALLERGY, episode)]) == set()
 
 
 def test_a_mixed_passage_found_only_at_the_end_of_the_budget_counts_as_lost(tenant):
     episode, query = setup(tenant, n_twins=22)  # 1,606 characters of twins, then the 326 of the mixed passage
-    probe = Findability(tenant_id=tenant.id, user_id="u1")
+    probe = Findability(tenant_id=tenant.id, user_id="u1", search=SearchPolicy())
     mixed = planned(MIXED, episode)
     assert probe.lost({episode: query}, gone=[episode], planned=[mixed]) == set()
     assert probe.lost({episode: query}, gone=[episode], planned=[mixed], mixed=[episode]) == {episode}
@@ -62,7 +63,7 @@ def test_reflection_packs_stray_topics_together_but_keeps_the_statement_with_twi
     episodes = list(Memory.objects.filter(tenant=tenant, entity_id="alice", state="consolidated"))
     frequency = document_frequency(e.content for e in episodes)
     probes = [Probe(q, frozenset([e.id]), "") for e in episodes for q in [canary_query(e.content, frequency)] if q]
-    assert probe_recalls(tenant_id=tenant.id, user_id="u1", probes=probes) == [1.0] * len(probes)
+    assert probe_recalls(tenant_id=tenant.id, user_id="u1", probes=probes, search=SearchPolicy()) == [1.0] * len(probes)
     passages = [m.content for m in Memory.objects.filter(tenant=tenant, entity_id="alice", state="raw",
                                                          tags__contains=["condensed"])]
     assert ALLERGY in passages  # alone: among other topics it would rank behind Bob's 24 twins

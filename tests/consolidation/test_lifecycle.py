@@ -74,7 +74,7 @@ def test_retention_archives_only_consolidated_low_importance_memories_past_the_w
 
 
 def test_purge_deletes_only_archived_memories_past_the_purge_window_and_keeps_provenance(tenant, api):
-    tenant.overrides = {"archive_threshold": 0.0, "retention_days": 100000}
+    tenant.overrides = {"archive_threshold": 0.0, "retention_days": 36_500}  # the longest retention: never here
     tenant.save()
     source = add(tenant, days_old=200, text="The staging database runs PostgreSQL 15.")
     recent = add(tenant, days_old=200, text="The billing-api uses Redis for sessions.")

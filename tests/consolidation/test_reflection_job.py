@@ -15,16 +15,19 @@ from consolidation.schedules import SCHEDULES
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
 from profiles.models import MemoryProfile
 from tests.factories import MINUTE, ingest, ingest_entity, memory_input, use_fake_llm
+from zeromem.core.domain.policy import Policy
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.fake_llm import FakeLLM, Reply
 from zeromem.models import LlmUsage, Memory
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 SCOPE = ("u1", "alice", "global")
+DEFAULTS: dict[int, Policy] = {}  # every tenant on the default policy
 
 
 def scopes(tenant):
-    return [(s.user_id, s.entity_id, s.namespace) for s in reflection_eligible_scopes(tenant_id=tenant.id)]
+    return [(s.user_id, s.entity_id, s.namespace)
+            for s in reflection_eligible_scopes(policies=DEFAULTS, tenant_id=tenant.id)]
 
 
 def test_nine_inputs_are_not_eligible_ten_are_and_reflected_ones_stop_counting(tenant):
@@ -50,8 +53,8 @@ def test_an_entity_whose_inputs_are_all_in_the_current_session_is_not_eligible_u
     ingest(tenant, [f"Alice note {i}: she plans a trip to Lisbon." for i in range(12)], entity_id="alice",
            session="today")
     assert scopes(tenant) == []
-    assert [(s.user_id, s.entity_id) for s in reflection_eligible_scopes(tenant_id=tenant.id, force=True)] == [
-        ("u1", "alice")]
+    forced = reflection_eligible_scopes(policies=DEFAULTS, tenant_id=tenant.id, force=True)
+    assert [(s.user_id, s.entity_id) for s in forced] == [("u1", "alice")]
 
 
 def test_semantic_memories_from_clustering_count_until_reflected(tenant):

@@ -8,7 +8,7 @@ import pytest
 
 from consolidation.models import ConsolidationRun, LedgerEntry
 from profiles.models import MemoryProfile
-from tests.factories import ALICE, INJECTION, ingest_entity, reflect_entity
+from tests.factories import ALICE, INJECTION, ingest_entity, policy_set, reflect_entity
 from zeromem.devtools.fake_llm import Reply
 from zeromem.models import LlmUsage, Memory, MemorySource
 
@@ -169,9 +169,8 @@ def test_a_prompt_injection_memory_is_data(tenant, fake_llm):
     assert all("secret" not in i["statement"] for i in profile.preferences + profile.behaviors + profile.facts)
 
 
-def test_calls_run_concurrently_and_are_written_in_order(tenant, fake_llm, settings):
-    settings.ZEROMEMORY_REFLECTION_BATCH = 5
-    settings.ZEROMEMORY_REFLECTION_MIN_REMAINING = 5
+def test_calls_run_concurrently_and_are_written_in_order(tenant, fake_llm):
+    policy_set(tenant, {"reflection": {"batch": 5, "min_remaining": 5}})
     ingest_entity(tenant, n=15)
     fake_llm.script = [Reply(delay=0.5)] * 3
     run = reflect_entity(tenant)
@@ -191,10 +190,10 @@ def labelling_model(messages):
                        "relations": [{"from": 1, "to": 2, "type": "causes"}, {"from": 1, "to": 77, "type": "implies"}]})
 
 
-def test_the_extraction_phase_labels_memories_and_is_counted_apart(tenant, fake_llm, settings):
+def test_the_extraction_phase_labels_memories_and_is_counted_apart(tenant, fake_llm):
     from zeromem.models import MemoryRelation
 
-    settings.ZEROMEMORY_EXTRACTION_PHASE = True
+    policy_set(tenant, {"reflection": {"extraction_phase": True}})
     fake_llm.answer = labelling_model
     memories = ingest_entity(tenant, n=12)
     run = reflect_entity(tenant)

@@ -15,6 +15,7 @@ from consolidation.selectors import ReflectionScope
 from profiles.models import MemoryProfile
 from tests.factories import REDIS_BILLING, ingest, ingest_entity, memory_input
 from zeromem.core.access import access_flush
+from zeromem.core.domain.policy import CanaryPolicy
 from zeromem.core.domain.recall import budget_recall, distinctive_phrase, document_frequency, prefix_recall
 from zeromem.models import Memory, MemoryRelation, MemorySource
 
@@ -96,8 +97,9 @@ def test_a_canary_phrase_is_the_rarest_run_of_words_and_small_talk_has_none():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_merge_is_undone_states_and_links_as_before_and_the_run_fails_with_the_reason(
-        tenant, monkeypatch, events, now, three_days_ago, settings):
-    settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED = 1  # a small run: guarded all the same here
+        tenant, monkeypatch, events, now, three_days_ago):
+    tenant.overrides = {"canaries": {"min_consolidated": 1}}  # a small run: guarded all the same here
+    tenant.save()
     incidents(tenant, INCIDENTS[:3], created_at=three_days_ago)
     with_neighbours(tenant, now)
     assert cluster(tenant).status == "succeeded"  # a good run first
@@ -139,8 +141,9 @@ def test_a_good_run_keeps_its_changes_and_the_canary_figures(tenant, now, three_
 
 @pytest.mark.django_db(transaction=True)
 def test_an_operators_canary_alone_catches_a_bad_merge_and_canaries_record_no_access(
-        tenant, monkeypatch, settings, admin_client, now, three_days_ago):
-    settings.ZEROMEMORY_CANARY_SAMPLE = 0  # only the canary configured in the admin
+        tenant, monkeypatch, admin_client, now, three_days_ago):
+    tenant.overrides = {"canaries": {"sample": 0}}  # only the canary configured in the admin
+    tenant.save()
     ids = incidents(tenant, INCIDENTS, created_at=three_days_ago)
     with_neighbours(tenant, now)
     response = admin_client.post("/admin/consolidation/canary/add/", {
@@ -170,7 +173,7 @@ def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, mo
     ingest_entity(tenant, n=12, now=now)
     alice_neighbours(tenant, now)
     before = world(tenant)
-    monkeypatch.setattr(passages, "condensed_passages", lambda rows, vectors: [])  # profile items and insights only
+    monkeypatch.setattr(passages, "condensed_passages", lambda rows, vectors, limit: [])  # items and insights only
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "failed" and run.error.startswith("retrieval safety net")
     memories, links, relations = world(tenant)
@@ -195,16 +198,15 @@ def test_the_same_reflection_with_condensed_passages_passes_the_net(tenant, now)
 
 
 @pytest.mark.parametrize(("after", "failed"), [(0.95, False), (0.9499, True), (0.9, True), (1.0, False)])
-def test_a_drop_of_exactly_the_maximum_passes_whatever_floating_point_says(settings, after, failed):
+def test_a_drop_of_exactly_the_maximum_passes_whatever_floating_point_says(after, failed):
     from consolidation.jobs.safety import Verdict
 
-    settings.ZEROMEMORY_CANARY_MAX_DROP = 0.05
-    assert Verdict(canaries=20, before=1.0, after=after, worse=[]).failed is failed  # 1.0 - 0.95 > 0.05 in floats
+    verdict = Verdict(canaries=20, before=1.0, after=after, worse=[], max_drop=0.05)
+    assert verdict.failed is failed  # 1.0 - 0.95 > 0.05 in floats
 
 
 @pytest.mark.parametrize("consolidated,sampled", [(0, 0), (3, 0), (4, 4), (12, 12), (500, 20)])
-def test_sampled_canaries_are_proportional_to_the_run_and_a_tiny_run_samples_none(settings, consolidated, sampled):
+def test_sampled_canaries_are_proportional_to_the_run_and_a_tiny_run_samples_none(consolidated, sampled):
     from consolidation.jobs.safety import sample_size
 
-    settings.ZEROMEMORY_CANARY_SAMPLE, settings.ZEROMEMORY_CANARY_MIN_CONSOLIDATED = 20, 4
-    assert sample_size(consolidated) == sampled
+    assert sample_size(consolidated, CanaryPolicy(sample=20, min_consolidated=4)) == sampled

@@ -16,6 +16,7 @@ from consolidation.models import ConsolidationRun, WebhookDelivery, WebhookEndpo
 from tests.factories import ingest_entity
 from zeromem.core import selectors
 from zeromem.core.access import access_flush
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.events import event_emit
 from zeromem.models import Memory
 
@@ -148,7 +149,8 @@ def test_feedback_moves_the_reward_within_bounds(tenant, api, other_api):
 def test_reads_record_access_and_internal_searches_do_not(tenant, api):
     access_flush()  # start from an empty buffer
     memories = ingest_entity(tenant, n=3)
-    selectors.memories_search(scope=selectors.MemoryFilter(tenant_id=tenant.id), query="hiking Alps")  # internal
+    selectors.memories_search(scope=selectors.MemoryFilter(tenant_id=tenant.id), query="hiking Alps",  # internal
+                              policy=SearchPolicy())
     assert access_flush() == 0
     api.get(f"/memories/{memories[0].id}")
     api.get(f"/memories/{memories[0].id}")

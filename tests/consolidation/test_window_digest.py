@@ -12,7 +12,7 @@ from consolidation.corrections.revert import run_revert
 from consolidation.corrections.undo import UndoRefused, memory_unmerge
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.models import LedgerEntry
-from tests.factories import DAY, HOUR, MINUTE, ingest, memory_input
+from tests.factories import DAY, HOUR, MINUTE, ingest, memory_input, policy_set
 from zeromem.core import services
 from zeromem.devtools.evaluation.opsignals import opsignal_items, scenario_start
 from zeromem.models import Memory, MemorySource
@@ -146,9 +146,9 @@ def test_reverting_the_run_takes_the_digests_back_and_gives_every_event_back(ten
 
 
 @pytest.mark.parametrize(("minimum", "digests"), [(6, 0), (5, 1)])
-def test_a_window_gets_its_first_digest_once_it_has_the_minimum_of_events(tenant, now, settings, minimum, digests):
-    settings.ZEROMEMORY_WINDOW_DIGEST_MIN = minimum
-    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # the five events stay five memories (the third level would fold them)
+def test_a_window_gets_its_first_digest_once_it_has_the_minimum_of_events(tenant, now, minimum, digests):
+    # fold_floor 0: the five events stay five memories (the third level would fold them)
+    policy_set(tenant, {"clustering": {"window_digest_min": minimum, "fold_floor": 0.0}})
     ingest(tenant, ["search p99 latency 120 ms", "heartbeat ok from worker-2 (auth), seq 4411",
                     "inventory deployed v2.14.3 on 4 pods", "payments error rate 0.2 % over 5 min",
                     "restarted auth-09c1 after liveness probe failures"], window="quiet", session="q",
@@ -157,7 +157,7 @@ def test_a_window_gets_its_first_digest_once_it_has_the_minimum_of_events(tenant
     assert Memory.objects.filter(tenant=tenant, metadata__source_type=DIGEST).count() == digests
 
 
-def test_a_window_tag_names_the_window_only_when_the_field_is_empty(tenant, settings):
+def test_a_window_tag_names_the_window_only_when_the_field_is_empty(tenant):
     given = memory_input("checkout-api p99 latency 410 ms", window="degraded", tags=["window:outage"])
     tagged = memory_input("checkout-api p99 latency 990 ms", tags=["sev2", "window:outage"])
     plain = memory_input("checkout-api p99 latency 120 ms", tags=["sev4"])
@@ -170,11 +170,9 @@ def test_a_window_tag_names_the_window_only_when_the_field_is_empty(tenant, sett
     assert [Memory.objects.get(id=i).window for i in other] == ["db-failover", None]
 
 
-def test_the_headline_generalises_from_the_tags_but_never_the_tenants_window_tag(tenant, settings, now):
-    settings.ZEROMEMORY_WINDOW_DIGEST_MIN = 3
-    settings.ZEROMEMORY_CLUSTER_FOLD_FLOOR = 0  # three memories to digest, not one folded text
-    tenant.overrides = {"window_tag_prefix": "incident/"}
-    tenant.save()
+def test_the_headline_generalises_from_the_tags_but_never_the_tenants_window_tag(tenant, now):
+    # fold_floor 0: three memories to digest, not one folded text; the prefix as tenants set it before sections
+    policy_set(tenant, {"window_tag_prefix": "incident/", "clustering": {"window_digest_min": 3, "fold_floor": 0.0}})
     lines = ["db-primary replication lag 40 s", "checkout-api error rate 12 % over 5 min",
              "restarted payments-0a1f after OOMKilled"]
     ingest(tenant, [memory_input(line, tags=["incident/failover", "sev2"], session="f",
@@ -184,8 +182,8 @@ def test_the_headline_generalises_from_the_tags_but_never_the_tenants_window_tag
     assert digest.window == "failover" and digest.content.startswith("failover window, 3 events, mostly sev2:")
 
 
-def test_a_digest_never_folds_the_current_session_nor_restates_a_replaced_statement(tenant, settings, now):
-    settings.ZEROMEMORY_WINDOW_DIGEST_MIN = 3
+def test_a_digest_never_folds_the_current_session_nor_restates_a_replaced_statement(tenant, now):
+    policy_set(tenant, {"clustering": {"window_digest_min": 3}})
     old = now - 5 * DAY
     ingest(tenant, ["checkout-api p99 latency 900 ms.", "payments error rate 4 % over 5 min.",
                     "My team has 5 engineers on call."], window="q3", session="old", created_at=old, importance=0.9)

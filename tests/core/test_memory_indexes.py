@@ -12,6 +12,7 @@ from django.db import connection
 
 from tests.factories import ingest, ingest_one
 from zeromem.core import selectors
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.selectors import MemoryFilter, memories_search
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
@@ -48,7 +49,8 @@ def _plan_without_btrees(sql: str, params: Any) -> str:
 def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes(tenant, monkeypatch):
     monkeypatch.setattr(selectors, "EXACT_VECTOR_POOL", 0)  # a big user: the vector pool goes through the index
     ingest(tenant, ["The billing-api timed out after a schema change.", "Alice paints lighthouses."], session="s1")
-    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
+                     policy=SearchPolicy())
     (vector_pool,) = _statements_of(search, "ORDER BY (m.embedding <=>")
     (lexical_pool,) = _statements_of(search, "@@")
     assert "memory_active_hnsw" in _plan_without_btrees(*vector_pool)
@@ -57,7 +59,8 @@ def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes
 
 def test_a_small_users_vector_pool_is_exact_and_never_walks_the_tenants_index(tenant):
     ingest(tenant, ["The billing-api timed out after a schema change."], session="s1")
-    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
+                     policy=SearchPolicy())
     (statement,) = _statements_of(search, "ORDER BY (m.embedding <=>")
     assert "memory_active_hnsw" not in _plan_without_btrees(*statement)
 

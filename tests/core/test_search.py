@@ -9,7 +9,9 @@ from django.db import connection
 
 from consolidation.corrections.erasure import memories_erase
 from tests.factories import ingest, memory_input
+from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.selectors import (
     MemoryFilter,
     Unwritten,
@@ -20,6 +22,8 @@ from zeromem.core.selectors import (
     texts_lexemes,
 )
 from zeromem.models import Memory, TermStat, UserSearchStats
+
+SEARCH = SearchPolicy()  # the default ranking
 
 CONVERSATION = [
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
@@ -33,7 +37,7 @@ CONVERSATION = [
 
 def test_it_finds_a_paraphrase_by_meaning(tenant):
     ingest(tenant, CONVERSATION, session="s1")
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+    hits = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="Which hobby involves making ceramics?", top_k=2)
     assert "pottery" in hits[0].memory.content
 
@@ -42,9 +46,9 @@ def test_the_ranking_measures_read_is_the_searchs_ranking_without_the_newer_firs
     ingest(tenant, CONVERSATION, session="s1")
     scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
     for query in ("What did Caroline get from Sweden?", "pottery class", "camping at the lake with the kids"):
-        hits = memories_search(scope=scope, query=query, top_k=4, newer_first=False)
-        assert memories_ranked(scope=scope, query=query, top_k=4) == [(h.memory.id, len(h.memory.content))
-                                                                      for h in hits]
+        hits = memories_search(policy=SEARCH, scope=scope, query=query, top_k=4, newer_first=False)
+        assert memories_ranked(policy=SEARCH, scope=scope, query=query, top_k=4) == [
+            (h.memory.id, len(h.memory.content)) for h in hits]
 
 
 def test_a_text_not_written_yet_ranks_where_it_will_once_written_and_a_memory_gone_ranks_nowhere(tenant):
@@ -54,11 +58,11 @@ def test_a_text_not_written_yet_ranks_where_it_will_once_written_and_a_memory_go
     query = "Melanie pottery class bowl"
     (lexemes,) = texts_lexemes([text])
     planned = Unwritten(uuid.uuid4(), len(text), embed_texts([text])[0], lexemes)
-    as_if = pool_ranked(ranking_pool(scope=scope, query=query), top_k=4, gone=[ids[1]], added=[planned])
+    as_if = pool_ranked(ranking_pool(policy=SEARCH, scope=scope, query=query), top_k=4, gone=[ids[1]], added=[planned])
 
     (written,) = ingest(tenant, [text], session="s2")
     Memory.objects.filter(id=ids[1]).update(state="consolidated")
-    after = memories_ranked(scope=scope, query=query, top_k=4)
+    after = memories_ranked(policy=SEARCH, scope=scope, query=query, top_k=4)
     assert [written if i == planned.key else i for i, _ in as_if] == [i for i, _ in after]
     assert as_if[0][0] == planned.key and ids[1] not in {i for i, _ in after}  # it replaced the old pottery line
 
@@ -74,7 +78,7 @@ def test_a_texts_lexemes_are_those_its_search_vector_would_hold(tenant):
 
 def test_rare_words_outrank_common_ones(tenant):
     ingest(tenant, CONVERSATION, session="s1")
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+    hits = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="What did Caroline get from Sweden?", top_k=3)
     assert "Sweden" in hits[0].memory.content
 
@@ -83,7 +87,7 @@ def test_a_memory_stored_without_embedding_is_found_by_keyword(tenant):
     ids = ingest(tenant, ["The flux capacitor needs 1.21 gigawatts of power."], session="s1", embed=False)
     ingest(tenant, CONVERSATION, session="s1")
     assert Memory.objects.get(id=ids[0]).embedding is None
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+    hits = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="how much power does the flux capacitor need", top_k=3)
     assert hits[0].memory.id == ids[0] and hits[0].cosine is None
 
@@ -106,9 +110,9 @@ def test_search_returns_only_active_memories_unless_asked(tenant):
     ids = ingest(tenant, CONVERSATION, session="s1")
     memory_transition(tenant_id=tenant.id, memory_ids=[ids[1]], operation="decay", actor="test")
     query = "pottery class bowl"
-    active = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query=query)
+    active = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id), query=query)
     assert ids[1] not in [h.memory.id for h in active]
-    everything = memories_search(scope=MemoryFilter(tenant_id=tenant.id, states=None), query=query)
+    everything = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, states=None), query=query)
     assert everything[0].memory.id == ids[1]
 
 
@@ -149,13 +153,13 @@ def test_bad_search_input_is_422(api, body):
     assert api.post("/search", body).status_code == 422
 
 
-def test_a_tenant_wide_search_returns_no_hit_that_shares_nothing_with_the_query(tenant, settings):
-    settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT = 0.0  # words only: every vector-pool hit without a word scores 0
+def test_a_tenant_wide_search_returns_no_hit_that_shares_nothing_with_the_query(tenant):
+    words_only = SearchPolicy(vector_weight=0.0)  # every vector-pool hit without a word scores 0
     ingest(tenant, CONVERSATION, session="s1", user="u1")
     ingest(tenant, CONVERSATION, session="s1", user="u2")
 
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id), query="Which pottery class?", top_k=10,
-                           min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
+    hits = memories_search(policy=words_only, scope=MemoryFilter(tenant_id=tenant.id), query="Which pottery class?",
+                           top_k=10, min_score=words_only.min_score)
 
     assert len(hits) == 2 and all("pottery" in hit.memory.content and hit.score > 0 for hit in hits)
 
@@ -184,23 +188,23 @@ def test_a_newer_unrelated_statement_never_outranks_an_older_relevant_one(tenant
 
     ingest(tenant, SEEDLINGS_THEN, session="spring", created_at=now - 90 * DAY)
     ingest(tenant, UNRELATED_NEWER, session="summer", created_at=now - DAY)
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+    hits = memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
                            query="How many tomato seedlings have I planted?", top_k=2)
     assert [h.memory.content for h in hits] == [SEEDLINGS_THEN, UNRELATED_NEWER]
     assert all(h.earlier_than is None for h in hits)
 
 
-def test_an_assistant_turn_ranks_below_the_users_own_statement(tenant, settings):
+def test_an_assistant_turn_ranks_below_the_users_own_statement(tenant):
     user_turn = memory_input("My sister's bakery sells 40 sourdough loaves a day.", role="user")
     assistant_turn = memory_input("Sourdough loaves at a bakery: a sourdough starter needs feeding daily, and "
                                   "loaves need a long proof.", role="assistant")
     ingest(tenant, [assistant_turn, user_turn])
     query = "How many sourdough loaves does the bakery sell?"
     scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
-    settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = 1.0
-    alike = {h.memory.role: h.score for h in memories_search(scope=scope, query=query, top_k=2)}
-    settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT = 0.7
-    weighted = {h.memory.role: h.score for h in memories_search(scope=scope, query=query, top_k=2)}
+    alike = {h.memory.role: h.score for h in memories_search(policy=SearchPolicy(assistant_weight=1.0), scope=scope,
+                                                               query=query, top_k=2)}
+    weighted = {h.memory.role: h.score for h in memories_search(policy=SearchPolicy(assistant_weight=0.7),
+                                                                  scope=scope, query=query, top_k=2)}
     assert weighted["assistant"] == pytest.approx(0.7 * alike["assistant"])
     assert weighted["user"] == pytest.approx(alike["user"])
 
@@ -215,3 +219,13 @@ def test_the_lexical_pool_is_picked_by_the_rarest_lexemes_within_twenty_pools_of
     assert terms.pooled(200) == ["unseen", "ramen", "tokyo", "server"]  # 3,940 of 4,000; deploy would pass it
     assert terms.pooled(100) == ["unseen", "ramen", "tokyo"]
     assert terms.pooled(1_000) == ["unseen", "ramen", "tokyo", "server", "deploy"]
+
+
+def test_post_search_ranks_by_the_tenants_own_search_policy(api, tenant):
+    ingest(tenant, CONVERSATION, session="s1")
+    body = {"query": "Which pottery class?", "user_id": "u1"}
+    assert api.post("/search", body).json()["results"]
+    tenant.overrides = {"search": {"min_score": 0.99}}  # a floor no hit reaches
+    tenant.save()
+    keycache.clear()  # the key (and its tenant) is kept a few seconds per process
+    assert api.post("/search", body).json()["results"] == []

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,11 +34,9 @@ def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
     ({"ZEROMEMORY_SECRET_KEY": "short"}, "at least 32 characters"),
     ({"DATABASE_URL": "postgresql://db.internal/zeromem", "ZEROMEM_EMBEDDED": "0",
       "ZEROMEMORY_SECRET_KEY": ""}, "ZEROMEMORY_SECRET_KEY must be set"),
-    ({"ZEROMEMORY_SEARCH_VECTOR_WEIGHT": "2"}, "between 0.0 and 1.0"),
     ({"ZEROMEMORY_MAX_METADATA_BYTES": "16k"}, "ZEROMEMORY_MAX_METADATA_BYTES must be an integer"),
-    ({"ZEROMEMORY_MAX_METADATA_DEPTH": "0"}, "ZEROMEMORY_MAX_METADATA_DEPTH must be between"),
-    ({"ZEROMEMORY_MAX_METADATA_KEYS": "-5"}, "ZEROMEMORY_MAX_METADATA_KEYS must be between"),
-    ({"ZEROMEMORY_MAX_METADATA_STRING_CHARS": "0"}, "ZEROMEMORY_MAX_METADATA_STRING_CHARS must be between"),
+    ({"ZEROMEMORY_MAX_METADATA_BYTES": "1"}, "ZEROMEMORY_MAX_METADATA_BYTES must be between"),
+    ({"ZEROMEMORY_LLM_TIMEOUT_SECONDS": "0"}, "between 0.1 and 600.0"),
 ])
 def test_a_bad_value_stops_start_up_with_a_clear_message(env, message):
     result = load_settings(**env)
@@ -48,3 +48,19 @@ def test_good_values_load():
     result = load_settings(ZEROMEMORY_SEARCH_CONFIG="simple", ZEROMEMORY_DEBUG="true")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "simple"
+
+
+def test_a_variable_that_moved_to_the_policy_stops_start_up_and_says_where_it_went():
+    result = load_settings(ZEROMEMORY_CLUSTER_COSINE_FLOOR="0.6", ZEROMEMORY_CANARIES="false")
+    assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr
+    assert ("ZEROMEMORY_CLUSTER_COSINE_FLOOR is no longer read from the environment: it is the policy field "
+            'clustering.cosine_floor (default 0.55), set per tenant in Tenant.overrides as {"clustering": '
+            '{"cosine_floor": …}}') in result.stderr
+    assert "ZEROMEMORY_CANARIES is no longer read from the environment: it is the policy field canaries.enabled" \
+        in result.stderr
+
+
+def test_the_environment_holds_45_settings_at_most_every_algorithm_calibration_is_the_policys():
+    source = (Path(__file__).resolve().parents[2] / "zeromem" / "settings.py").read_text()
+    read = set(re.findall(r"""(?:env_\w+|os\.environ\.get)\(\s*"(ZEROMEMORY_\w+)\"""", source))
+    assert 30 <= len(read) <= 45, sorted(read)

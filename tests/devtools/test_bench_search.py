@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from zeromem.core import selectors, services
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.selectors import MemoryFilter
 from zeromem.devtools.bench.bulk import indexes_deferred, memories_copy
 from zeromem.devtools.bench.openloop import percentile_ms
@@ -83,7 +84,8 @@ def test_copied_memories_are_stored_as_ingestion_stores_them_and_counted_for_sea
     assert np.allclose(stored.embedding, vectors[0])
     assert UserSearchStats.objects.get(tenant=tenant, user_id="u1").doc_count == 2
     assert TermStat.objects.get(tenant=tenant, user_id="u1", term="etl").doc_count == 1
-    hits = selectors.memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="nightly ETL")
+    hits = selectors.memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="nightly ETL",
+                                     policy=SearchPolicy())
     assert hits[0].memory.id == rows[1].id
 
 

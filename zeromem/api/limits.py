@@ -2,8 +2,9 @@
 
 Every other field has a fixed type and a length in its schema; `metadata` is "any JSON object", stored as is and
 returned in every list and search answer, so without these a single request could park megabytes in every page
-of results. The limits are deployment settings (ZEROMEMORY_MAX_METADATA_*, zeromem/settings.py), read when a
-request is validated and when the OpenAPI document is built, so the document advertises what the server enforces.
+of results. The limits are settings (ZEROMEMORY_MAX_METADATA_*, zeromem/settings.py; only the byte cap is read
+from the environment), read when a request is validated and when the OpenAPI document is built, so the document
+advertises what the server enforces.
 """
 
 from __future__ import annotations

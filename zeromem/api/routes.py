@@ -64,6 +64,8 @@ from zeromem.api.schemas import (
 from zeromem.api.scope import key_scope
 from zeromem.core import selectors, services
 from zeromem.core.access import access_record
+from zeromem.core.domain.policy import Policy
+from zeromem.core.policies import policy_of
 from zeromem.core.ratelimit import rate_limit_check
 from zeromem.core.selectors import MemoryFilter
 from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
@@ -93,6 +95,11 @@ def errors(*statuses: int) -> dict[int, type[ErrorOut]]:
 
 def actor(request: HttpRequest) -> str:
     return f"apikey:{request.auth.prefix}"
+
+
+def tenant_policy(request: HttpRequest) -> Policy:
+    """The key's tenant's policy, from the tenant the key was read with (no query)."""
+    return policy_of(request.auth.tenant)
 
 
 def idempotency_key(request: HttpRequest) -> str | None:
@@ -164,8 +171,9 @@ def memories_search(request: HttpRequest, payload: SearchIn) -> dict[str, Any]:
     scope = MemoryFilter(tenant_id=key.tenant_id, user_id=key.user(payload.user_id), entity_id=payload.entity_id,
                          namespace=payload.namespace, memory_types=payload.memory_types, states=payload.states,
                          as_of=payload.as_of, include_history=payload.include_history)
-    hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k,
-                                     min_score=settings.ZEROMEMORY_SEARCH_MIN_SCORE)
+    search = tenant_policy(request).search
+    hits = selectors.memories_search(scope=scope, query=payload.query, top_k=payload.top_k, policy=search,
+                                     min_score=search.min_score)
     access_record(h.memory.id for h in hits)
     return {"results": [{"memory": h.memory, "score": h.score, "bm25": h.bm25, "cosine": h.cosine,
                          "earlier_than": h.earlier_than, **validity(h.memory)} for h in hits]}
@@ -256,12 +264,12 @@ def memory_update(request: HttpRequest, memory_id: uuid.UUID, payload: CorrectIn
 @router.post("/memories/{memory_id}/feedback", response={200: FeedbackOut, **errors(*BODY, 404)},
              summary="Say whether a memory helped")
 def memory_feedback_view(request: HttpRequest, memory_id: uuid.UUID, payload: FeedbackIn) -> dict[str, Any]:
-    """`{"useful": true|false}` moves the memory's reward a ZEROMEMORY_FEEDBACK_STEP share of the way towards +1 or
-    −1; consolidation reads it into stability."""
+    """`{"useful": true|false}` moves the memory's reward a share of the way towards +1 or −1 (the tenant's
+    policy's lifecycle.feedback_step, 0.2 by default); consolidation reads it into stability."""
     scope = key_scope(request)
     scope.memory(memory_id)
     reward = memory_feedback(tenant_id=scope.tenant_id, memory_id=memory_id, useful=payload.useful,
-                             actor=actor(request), step=settings.ZEROMEMORY_FEEDBACK_STEP)
+                             actor=actor(request), step=tenant_policy(request).lifecycle.feedback_step)
     return {"id": memory_id, "reward_score": reward}
 
 
@@ -273,15 +281,16 @@ def profile_read(request: HttpRequest, filters: Query[ProfileQuery]) -> dict[str
     behaviors, facts and a summary. 404 until a reflection has written one.
 
     `static` and `recent` hold the items strongest first (weight, else confidence), split by when each was first
-    said: within the last ZEROMEMORY_PROFILE_RECENT_DAYS (30) days is recent. With `budget_chars`, the summary and
-    then the strongest items that fit, each whole, never past the budget (the summary is "" when it does not
-    fit); preferences, behaviors and facts stay whole."""
+    said: within the last 30 days (the tenant's policy's profile.recent_days) is recent. With `budget_chars`, the
+    summary and then the strongest items that fit, each whole, never past the budget (the summary is "" when it
+    does not fit); preferences, behaviors and facts stay whole."""
     scope = key_scope(request)
     profile = profile_get(tenant_id=scope.tenant_id, user_id=scope.named_user(filters.user_id),
                           entity_id=filters.entity_id, namespace=filters.namespace)
     if profile is None:
         raise NotFound("no profile for this user/entity yet")
-    view = profile_view(profile=profile, budget_chars=filters.budget_chars, now=timezone.now())
+    view = profile_view(profile=profile, budget_chars=filters.budget_chars, now=timezone.now(),
+                        recent_days=tenant_policy(request).profile.recent_days)
     return {"user_id": profile.user_id, "entity_id": profile.entity_id or None, "namespace": profile.namespace,
             "preferences": profile.preferences, "behaviors": profile.behaviors, "facts": profile.facts,
             "summary": view.summary, "static": view.static, "recent": view.recent,
@@ -301,7 +310,7 @@ def context(request: HttpRequest, payload: ContextIn) -> dict[str, Any]:
     scope = key_scope(request)
     built = context_build(tenant_id=scope.tenant_id, user_id=scope.named_user(payload.user_id),
                           entity_id=payload.entity_id, namespace=payload.namespace, query=payload.query,
-                          budget_chars=payload.budget_chars, as_of=payload.as_of,
+                          budget_chars=payload.budget_chars, policy=tenant_policy(request), as_of=payload.as_of,
                           include_history=payload.include_history)
     profile = built.profile
     access_record(h.memory.id for h in built.hits)

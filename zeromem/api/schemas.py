@@ -386,7 +386,7 @@ class FeedbackIn(Strict):
 
 class FeedbackOut(Schema):
     id: uuid.UUID = Field(description="The memory's id.")
-    reward_score: float = Field(description="The new reward, in [−1, 1]: moved a ZEROMEMORY_FEEDBACK_STEP share "
+    reward_score: float = Field(description="The new reward, in [−1, 1]: moved a lifecycle.feedback_step share "
                                             "of the way towards +1 (useful) or −1.")
 
 
@@ -415,10 +415,10 @@ class ProfileOut(Schema):
                                      "not fit the budget.")
     static: list[dict[str, Any]] = Field(description="The long-standing items, strongest first (weight, else "
                                                      "confidence): first said (valid_from, else first_seen) before "
-                                                     "the last ZEROMEMORY_PROFILE_RECENT_DAYS (30) days; with "
+                                                     "the last profile.recent_days (30) days; with "
                                                      "budget_chars, only those that fit after the summary.")
     recent: list[dict[str, Any]] = Field(description="The items first said within the last "
-                                                     "ZEROMEMORY_PROFILE_RECENT_DAYS days, as static.")
+                                                     "profile.recent_days (30) days, as static.")
     budget_chars: int | None = Field(description="The budget asked for; null when none was.")
     version: int = Field(description="Raised by one on every change.")
     updated_at: datetime = Field(description="When it last changed.")

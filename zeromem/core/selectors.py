@@ -20,6 +20,7 @@ from django.utils import timezone
 from consolidation.domain.contradictions import newer_first
 from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import embed_query
+from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
@@ -226,14 +227,15 @@ def _vector_text(vector: Sequence[float]) -> str:
 
 @dataclass(frozen=True)
 class RankingPool:
-    """What one query is ranked from: its lexemes and vector, the scope's BM25 statistics, and the pooled
-    memories as ranking candidates with their lengths in characters."""
+    """What one query is ranked from: its lexemes and vector, the scope's BM25 statistics, the pooled memories as
+    ranking candidates with their lengths in characters, and the search policy that ranks them."""
 
     lexemes: list[str]
     stats: CorpusStats
     vector: list[float] | None
     candidates: list[Candidate]
     chars: dict[str, int]  # candidate id → characters
+    policy: SearchPolicy
 
 
 @dataclass(frozen=True)
@@ -248,35 +250,35 @@ class Unwritten:
     replaced: Mapping[str, int] | None = None  # the lexemes of the text it replaces (None: a memory of its own)
 
 
-def _pool(scope: MemoryFilter, query: str, fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], RankingPool]:
+def _pool(scope: MemoryFilter, query: str, fields: Sequence[Any], policy: SearchPolicy
+          ) -> tuple[dict[str, tuple[Any, ...]], RankingPool]:
     """Two statements, no ORM hydration: the query's terms, then the pools with everything ranking needs and
     the `fields` of each candidate; the candidates' rows by id, and the pool."""
     terms = query_terms(scope, query)
     vector = embed_query(query)
-    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, settings.ZEROMEMORY_SEARCH_POOL, fields)}
+    rows = {str(row[0]): row for row in _pooled_rows(scope, terms, vector, policy.pool, fields)}
     role, content = (list(fields).index(Memory._meta.get_field(name)) for name in ("role", "content"))
-    assistant = settings.ZEROMEMORY_SEARCH_ASSISTANT_WEIGHT
+    assistant = policy.assistant_weight
     candidates = [Candidate(id=id_, cosine=row[-3], length=row[-2] or 0,
                             term_freqs={term: int(n) for term, n in row[-1] or []},
                             weight=assistant if row[role] == "assistant" else 1.0) for id_, row in rows.items()]
     return rows, RankingPool(list(terms.lexemes), terms.stats, vector, candidates,
-                             {id_: len(row[content]) for id_, row in rows.items()})
+                             {id_: len(row[content]) for id_, row in rows.items()}, policy)
 
 
-def _ranked(scope: MemoryFilter, query: str, *, top_k: int,
-            fields: Sequence[Any]) -> tuple[dict[str, tuple[Any, ...]], list[Ranked]]:
-    rows, pool = _pool(scope, query, fields)
-    return rows, _fuse(pool.candidates, pool.stats, top_k=top_k)
+def _ranked(scope: MemoryFilter, query: str, *, top_k: int, fields: Sequence[Any],
+            policy: SearchPolicy) -> tuple[dict[str, tuple[Any, ...]], list[Ranked]]:
+    rows, pool = _pool(scope, query, fields, policy)
+    return rows, _fuse(pool.candidates, pool.stats, top_k=top_k, policy=policy)
 
 
-def _fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, top_k: int) -> list[Ranked]:
-    return fuse(candidates, stats, vector_weight=settings.ZEROMEMORY_SEARCH_VECTOR_WEIGHT, top_k=top_k,
-                length_norm=settings.ZEROMEMORY_SEARCH_BM25_B)
+def _fuse(candidates: Sequence[Candidate], stats: CorpusStats, *, top_k: int, policy: SearchPolicy) -> list[Ranked]:
+    return fuse(candidates, stats, vector_weight=policy.vector_weight, top_k=top_k, length_norm=policy.bm25_b)
 
 
-def ranking_pool(*, scope: MemoryFilter, query: str) -> RankingPool:
+def ranking_pool(*, scope: MemoryFilter, query: str, policy: SearchPolicy) -> RankingPool:
     """The candidates a search for `query` ranks (two statements), to be ranked by `pool_ranked`."""
-    return _pool(scope, query, _RANK_FIELDS)[1]
+    return _pool(scope, query, _RANK_FIELDS, policy)[1]
 
 
 def pool_ranked(pool: RankingPool, *, top_k: int, gone: Collection[uuid.UUID] = (),
@@ -290,7 +292,8 @@ def pool_ranked(pool: RankingPool, *, top_k: int, gone: Collection[uuid.UUID] = 
                              term_freqs={term: u.lexemes[term] for term in pool.lexemes if term in u.lexemes})
                    for u in added]
     chars = {**pool.chars, **{str(u.key): u.chars for u in added}}
-    return [(uuid.UUID(r.id), chars[r.id]) for r in _fuse(candidates, _stats_with(pool, added), top_k=top_k)]
+    return [(uuid.UUID(r.id), chars[r.id])
+            for r in _fuse(candidates, _stats_with(pool, added), top_k=top_k, policy=pool.policy)]
 
 
 def _stats_with(pool: RankingPool, added: Sequence[Unwritten]) -> CorpusStats:
@@ -330,24 +333,26 @@ def texts_lexemes(texts: Sequence[str]) -> list[dict[str, int]]:
     return found
 
 
-def memories_search(*, scope: MemoryFilter, query: str, top_k: int = 10, min_score: float | None = None,
-                    newer_first: bool = True) -> list[SearchHit]:
+def memories_search(*, scope: MemoryFilter, query: str, policy: SearchPolicy, top_k: int = 10,
+                    min_score: float | None = None, newer_first: bool = True) -> list[SearchHit]:
     """Hybrid search: a lexical pool (full-text OR query) and a vector pool (HNSW), re-ranked together by
-    BM25 fused with cosine similarity. A memory without an embedding still ranks by its words. `min_score`
-    (what agents get: ZEROMEMORY_SEARCH_MIN_SCORE) drops hits scored at or below it; internal measures (canaries,
-    evaluate) leave it None, so their figures stay comparable with earlier runs. `newer_first`: move the newer of
-    two results stating one attribute above the older (what agents get). Only the hits become Memory objects."""
-    rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RESULT_FIELDS)
+    BM25 fused with cosine similarity, as the tenant's search `policy` weighs them. A memory without an embedding
+    still ranks by its words. `min_score` (what agents get: the policy's min_score) drops hits scored at or below
+    it; internal measures (canaries, evaluate) leave it None, so their figures stay comparable with earlier runs.
+    `newer_first`: move the newer of two results stating one attribute above the older (what agents get). Only the
+    hits become Memory objects."""
+    rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RESULT_FIELDS, policy=policy)
     hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
             for r in ranked if min_score is None or r.score > min_score]
     return newer_statements_first(hits) if newer_first else hits
 
 
-def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int) -> list[tuple[uuid.UUID, int]]:
+def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int, policy: SearchPolicy
+                    ) -> list[tuple[uuid.UUID, int]]:
     """(id, characters) of the top_k hits in the order `memories_search` ranks them without the newer-first
     reordering: what a budget-recall measure needs (the retrieval safety net), read without building a Memory
     per hit — that hydration cost a small user's run more than the searches."""
-    return pool_ranked(ranking_pool(scope=scope, query=query), top_k=top_k)
+    return pool_ranked(ranking_pool(scope=scope, query=query, policy=policy), top_k=top_k)
 
 
 def _memory(row: tuple[Any, ...]) -> Memory:

@@ -14,7 +14,6 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -24,6 +23,7 @@ from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
 from zeromem.core.contention import StaleRead, retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
+from zeromem.core.policies import policy_for
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryType, Tenant
 
 DEFAULT_IMPORTANCE = 0.5
@@ -82,10 +82,9 @@ def _existing_ids(*, tenant_id: int, keys: set[tuple[str, str | None, str]]) -> 
 
 
 def window_tag_prefix(tenant_id: int) -> str:
-    """The tag prefix that names a memory's window when its `window` field is empty ("window:outage"):
-    the tenant's `overrides["window_tag_prefix"]`, else ZEROMEMORY_WINDOW_TAG_PREFIX ("" = off)."""
-    overrides = Tenant.objects.filter(id=tenant_id).values_list("overrides", flat=True).first() or {}
-    return str(overrides.get("window_tag_prefix", settings.ZEROMEMORY_WINDOW_TAG_PREFIX))
+    """The tag prefix that names a memory's window when its `window` field is empty ("window:outage"): the
+    tenant's policy's clustering.window_tag_prefix ("" = off)."""
+    return policy_for(tenant_id=tenant_id).clustering.window_tag_prefix
 
 
 def _window_prefix_for(tenant_id: int, items: Sequence[MemoryInput]) -> str:

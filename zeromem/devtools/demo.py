@@ -14,6 +14,7 @@ from consolidation.jobs.reflection import reflection_run_now
 from consolidation.selectors import reflection_eligible_scopes
 from profiles.selectors import profile_get
 from zeromem.core import services
+from zeromem.core.policies import policy_of
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
 from zeromem.models import ApiKey, Memory, Tenant
@@ -72,7 +73,7 @@ def demo_run(*, say: Callable[[str], None]) -> Tenant:
     for question in data.questions:
         say(f"\nQ: {question}")
         for hit in memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id=data.user_id), query=question,
-                                   top_k=3):
+                                   top_k=3, policy=policy_of(tenant).search):
             say(f"   {hit.score:.2f}  {hit.memory.content[:110]}")
     demo_clustering(tenant=tenant, user_id=data.user_id, say=say)
     demo_reflection(tenant=tenant, user_id=data.user_id, say=say)
@@ -114,7 +115,8 @@ def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None])
 def demo_reflection(*, tenant: Tenant, user_id: str, say: Callable[[str], None]) -> None:
     """Reflect every speaker (forced: lifts the thresholds and the current-session rule) and print each profile."""
 
-    for scope in reflection_eligible_scopes(tenant_id=tenant.id, user_id=user_id, force=True):
+    for scope in reflection_eligible_scopes(policies={tenant.id: policy_of(tenant)}, tenant_id=tenant.id,
+                                            user_id=user_id, force=True):
         run = reflection_run_now(scope=scope, trigger="cli", force=True).run
         say(f"\nReflection on {scope.subject} ({run.status}, model {run.model}): {run.reviewed} memories reviewed, "
             f"{run.created} semantic memories written")

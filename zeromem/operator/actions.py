@@ -12,6 +12,7 @@ from django.utils import timezone
 from consolidation.models import RunTrigger
 from consolidation.selectors import ReflectionScope, clustering_backlog, reflection_eligible_scopes
 from consolidation.triggers import clustering_trigger_users, reflection_trigger_scopes
+from zeromem.core.policies import policy_for
 from zeromem.models import Tenant
 from zeromem.operator.run_words import nothing_to_cluster
 from zeromem.operator.wording import counted
@@ -44,10 +45,11 @@ def clustering_now(*, users: Iterable[tuple[int, str]], force: bool) -> Report:
 def reflection_now(*, tenant_id: int, user_id: str, force: bool) -> Report:
     """Queue reflection of each of the user's scopes that is due (any scope with an unreflected memory when
     forced); says why when none is."""
-    scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id, force=force)
+    policies = {tenant_id: policy_for(tenant_id=tenant_id)}
+    scopes = reflection_eligible_scopes(policies=policies, tenant_id=tenant_id, user_id=user_id, force=force)
     if scopes:
         return reflection_scopes_now(scopes=scopes, force=force)
-    waiting = len(reflection_eligible_scopes(tenant_id=tenant_id, user_id=user_id, force=True))
+    waiting = len(reflection_eligible_scopes(policies=policies, tenant_id=tenant_id, user_id=user_id, force=True))
     if not waiting:
         return Report("Reflection queued for no scope.", [f"{user_id} has no unreflected memory."])
     return Report("Reflection queued for no scope.", [

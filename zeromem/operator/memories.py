@@ -5,13 +5,18 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from consolidation.corrections.undo import memory_restore, memory_unmerge
 from consolidation.selectors import ReflectionScope
 from zeromem.core import services
+from zeromem.core.domain.policy import PolicyInvalid
 from zeromem.core.domain.transitions import TransitionRefused
+from zeromem.core.policies import policy_of
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryRelation, MemorySource, Tenant
 from zeromem.operator.actions import clustering_now, reflection_scopes_now, report_to
+from zeromem.operator.policies import TenantForm, policy_table
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -28,9 +33,18 @@ class ApiKeyInline(admin.TabularInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
+    form = TenantForm
     list_display = ("name", "created_at", "monthly_token_budget")
     search_fields = ("name",)
+    readonly_fields = ("effective_policy",)
     inlines = [ApiKeyInline]
+
+    @admin.display(description="policy in effect")
+    def effective_policy(self, tenant: Tenant) -> SafeString:
+        try:
+            return policy_table(policy_of(tenant).as_json())
+        except PolicyInvalid as invalid:
+            return format_html("<p>{}</p>", f"{invalid}: the runs of this tenant fail until the overrides are fixed")
 
 
 @admin.register(ApiKey)

@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from consolidation.corrections.review import Decided, review_decide_runs, review_states
 from consolidation.models import (
@@ -24,6 +25,7 @@ from consolidation.models import (
 )
 from consolidation.selectors import clustering_backlog
 from zeromem.models import Memory
+from zeromem.operator.policies import policy_table
 from zeromem.operator.run_words import run_changes, run_sentences
 from zeromem.operator.wording import counted
 
@@ -59,12 +61,13 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
         return request.user.has_perm("consolidation.change_ledgerentry")
 
     def get_readonly_fields(self, request: HttpRequest, obj: ConsolidationRun | None = None) -> list[str]:
-        return ["in_words", "raw_result", *(f.name for f in ConsolidationRun._meta.fields)]
+        return ["in_words", "raw_result", "policy_used", *(f.name for f in ConsolidationRun._meta.fields)]
 
     def get_fieldsets(self, request: HttpRequest, obj: ConsolidationRun | None = None) -> Any:
-        raw = [f.name for f in ConsolidationRun._meta.fields if f.name not in ("result", "timings")]
+        raw = [f.name for f in ConsolidationRun._meta.fields if f.name not in ("result", "timings", "policy")]
         return [(None, {"fields": ["in_words"]}),
                 ("The run's fields", {"fields": raw, "classes": ["collapse"]}),
+                ("The policy it ran under", {"fields": ["policy_used"], "classes": ["collapse"]}),
                 ("Raw result and timings (JSON)", {"fields": ["raw_result"], "classes": ["collapse"]})]
 
     @admin.display(description="what it changed")
@@ -103,6 +106,11 @@ class ConsolidationRunAdmin(admin.ModelAdmin):
                           messages.WARNING if done.refused else messages.SUCCESS)
         for refusal in done.refused[:20]:
             self.message_user(request, f"Refused — {refusal}", messages.ERROR)
+
+    @admin.display(description="policy")
+    def policy_used(self, run: ConsolidationRun) -> SafeString:
+        """The policy the run worked under, what differs from the defaults in bold."""
+        return policy_table(run.policy)
 
 
 @admin.register(LedgerEntry)
@@ -170,7 +178,7 @@ class CanaryForm(forms.ModelForm):
 @admin.register(Canary)
 class CanaryAdmin(admin.ModelAdmin):
     """Queries that must keep finding their memories: replayed before and after every clustering and
-    reflection run of the user; a run that makes them worse is undone (ZEROMEMORY_CANARY_MAX_DROP)."""
+    reflection run of the user; a run that makes them worse is undone (the policy's canaries.max_drop)."""
 
     form = CanaryForm
     list_display = ("query", "tenant", "user_id", "active", "created_at")

@@ -9,6 +9,7 @@ from tqdm import tqdm
 from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import RunStatus, RunTrigger
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
+from zeromem.core.policies import policies_for
 from zeromem.models import Tenant
 
 
@@ -62,7 +63,8 @@ class Command(BaseCommand):
             if tenant is None:
                 raise CommandError(f"no tenant named {options['tenant']!r}")
             tenant_id = tenant.id
-        scopes = reflection_eligible_scopes(tenant_id=tenant_id, user_id=options["user"],
+        policies = policies_for(tenant_ids=None if tenant_id is None else [tenant_id])
+        scopes = reflection_eligible_scopes(policies=policies, tenant_id=tenant_id, user_id=options["user"],
                                             entity_id=options["entity"], force=options["force"])
         if options["namespace"]:
             scopes = [s for s in scopes if s.namespace == options["namespace"]]

@@ -21,6 +21,7 @@ from consolidation.domain.insights import parts_from_messages
 from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.selectors import reflection_eligible_scopes
 from zeromem.core import services
+from zeromem.core.policies import policies_for
 from zeromem.devtools.bench.texts import memory_texts
 from zeromem.devtools.fake_llm import FakeLLM
 from zeromem.models import Memory
@@ -86,9 +87,9 @@ def bench_reflection(*, say: Callable[[str], None]) -> dict[str, Any]:
     with FakeLLM() as server:
         settings.ZEROMEMORY_REFLECTION_MODEL = "openai/fake-reflector"
         settings.ZEROMEMORY_LLM_API_BASE, settings.ZEROMEMORY_LLM_API_KEY = server.api_base, "sk-bench"
-        settings.ZEROMEMORY_EXTRACTION_PHASE = False
         started = time.perf_counter()
-        users = sorted({scope.user_id for scope in reflection_eligible_scopes(tenant_id=tenant.id)})
+        scopes = reflection_eligible_scopes(policies=policies_for(tenant_ids=[tenant.id]), tenant_id=tenant.id)
+        users = sorted({scope.user_id for scope in scopes})
         runs = [outcome.run for user in users
                 for outcome in reflection_user_run_now(tenant_id=tenant.id, user_id=user, trigger="cli")]
         seconds = time.perf_counter() - started

@@ -24,8 +24,10 @@ from typing import Any
 from profiles.selectors import context_build
 from zeromem.core import services
 from zeromem.core.domain.transitions import SUPERSEDED
+from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import retrieval
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState, RelationType
 
 DEFAULT_PATH = Path(__file__).resolve().parents[4] / "shared" / "eval" / "longmemeval"
@@ -211,12 +213,12 @@ def newest_is_current(memories: list[Memory], holders: Holders) -> bool:
 
 def search(tenant_id: int, user_id: str, query: str) -> list[Memory]:
     return [h.memory for h in memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id),
-                                              query=query, top_k=POOL)]
+                                              query=query, top_k=POOL, policy=policy_for(tenant_id=tenant_id).search)]
 
 
 def context_memories(tenant_id: int, user_id: str, query: str) -> list[Memory]:
     context = context_build(tenant_id=tenant_id, user_id=user_id, entity_id=None, namespace=NAMESPACE, query=query,
-                            budget_chars=BUDGET_CHARS)
+                            budget_chars=BUDGET_CHARS, policy=policy_for(tenant_id=tenant_id))
     return [hit.memory for hit in context.hits]
 
 
@@ -283,7 +285,7 @@ def evaluate_longmemeval(*, questions: list[Question], cluster: Callable[[int, s
     """1. ingest every question's turns as its own user; 2. measure search; 3. cluster every user; 4. measure
     search, context and what was retired. Returns the figures (see the module's docstring)."""
     started = time.perf_counter()
-    tenant = services.tenant_get_or_create(name=f"evaluate-longmemeval-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("longmemeval")
     users = {f"lme-{q.question_id}": q for q in questions}
     items = [item for user_id, q in users.items() for item in turn_items(user_id, q)]
     services.memories_import(tenant_id=tenant.id, batches=batches(items),

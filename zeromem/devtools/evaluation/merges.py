@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -26,6 +25,7 @@ from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.text import STOP_WORDS, drop_speaker, sentences, word_set
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.evaluation.retrieval import turn_items
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryType
 
 PARAPHRASE_COSINE = 0.92
@@ -116,7 +116,7 @@ def evaluate_merges(*, conversations: list[locomo.Conversation], cluster: Callab
                     progress: Callable[[str], None]) -> dict[str, Any]:
     """1. ingest LoCoMo; 2. cluster every conversation's user; 3. judge what clustering wrote."""
     started = time.perf_counter()
-    tenant = services.tenant_get_or_create(name=f"evaluate-merges-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("merges")
     for conversation in conversations:
         user_id = f"locomo-{conversation.sample_id}"
         services.memories_import(tenant_id=tenant.id, batches=turn_items(user_id, conversation))

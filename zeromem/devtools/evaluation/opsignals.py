@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ from typing import Any
 
 from zeromem.core import services
 from zeromem.core.domain.transitions import SUPERSEDED
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState, MemoryType, RelationType
 
 SEED = 20240611
@@ -165,7 +165,7 @@ def evaluate_opsignals(*, now: datetime, cluster: Callable[[int, str], Any], win
     """1. ingest the scenario for one user of a new tenant; 2. cluster it, forced; 3. count flags, supersedes and
     what stays active."""
     started = time.perf_counter()
-    tenant = services.tenant_get_or_create(name=f"evaluate-opsignals-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("opsignals")
     user_id = "ops"
     items = opsignal_items(user_id=user_id, start=scenario_start(now), window_as=window_as)
     ingested = services.memories_ingest(tenant_id=tenant.id, items=items)

@@ -18,21 +18,24 @@ from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.selectors import reflection_eligible_scopes
 from profiles.models import MemoryProfile
 from zeromem.core import services
+from zeromem.core.policies import policies_for
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.evaluation.retrieval import turn_items
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory
 
 
 def evaluate_profiles(*, conversations: list[locomo.Conversation], progress: Callable[[str], None]
                       ) -> dict[str, Any]:
     started = time.perf_counter()
-    tenant = services.tenant_get_or_create(name=f"evaluate-profiles-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("profiles")
     speakers = {(f"locomo-{c.sample_id}", t.speaker) for c in conversations for t in c.turns}
     for conversation in conversations:
         services.memories_import(tenant_id=tenant.id, batches=turn_items(f"locomo-{conversation.sample_id}",
                                                                          conversation))
     runs = []
-    for user_id in sorted({scope.user_id for scope in reflection_eligible_scopes(tenant_id=tenant.id)}):
+    scopes = reflection_eligible_scopes(policies=policies_for(tenant_ids=[tenant.id]), tenant_id=tenant.id)
+    for user_id in sorted({scope.user_id for scope in scopes}):
         for outcome in reflection_user_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli"):
             runs.append(outcome.run)
             progress(f"{user_id} / {outcome.run.entity_id}: {outcome.run.status}, {outcome.run.reviewed} turns "

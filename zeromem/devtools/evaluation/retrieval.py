@@ -29,8 +29,10 @@ from django.db.models.functions import Length
 from zeromem.core import services
 from zeromem.core.adapters.embeddings import query_cache_stats
 from zeromem.core.domain.recall import budget_recall, content_words, within_budget
+from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemorySource, Tenant
 
 POOL = 50
@@ -107,13 +109,14 @@ def _said_again(budget: list[Memory], covers: dict[uuid.UUID, frozenset[str]], e
 def measure(tenant_id: int, users: dict[str, locomo.Conversation], progress: Callable[[int], None]) -> Scores:
     covers = coverage(tenant_id)
     scores = Scores()
+    search = policy_for(tenant_id=tenant_id).search
     for user_id, conversation in users.items():
         turn_words = {t.dia_id: frozenset(content_words(t.text)) for t in conversation.turns}
         for question in conversation.questions:
             if question.category not in CATEGORIES or not question.evidence:
                 continue
             hits = [h.memory for h in memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id),
-                                                      query=question.question, top_k=POOL)]
+                                                      query=question.question, top_k=POOL, policy=search)]
             scores.add(question.category, question_scores(question, hits, covers, turn_words))
             progress(1)
     return scores
@@ -138,7 +141,7 @@ def evaluate_locomo(*, conversations: list[locomo.Conversation], cluster: Callab
     "Quality", and how the searches' queries were embedded: by the model, or from the query cache (the second pass
     asks the same questions again, but 1,536 of them outlast the default cache of 1,024)."""
     started, queries = time.perf_counter(), query_cache_stats()
-    tenant = services.tenant_get_or_create(name=f"evaluate-locomo-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("locomo")
     users = {f"locomo-{c.sample_id}": c for c in conversations}
     turns = sum(len(c.turns) for c in conversations)
     questions = sum(1 for c in conversations for q in c.questions if q.category in CATEGORIES and q.evidence)

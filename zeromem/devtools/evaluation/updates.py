@@ -14,7 +14,9 @@ from typing import Any
 from django.utils import timezone
 
 from zeromem.core import services
+from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
+from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory
 
 DEFAULT_PATH = Path(__file__).resolve().parents[4] / "shared" / "eval" / "updates" / "cases.jsonl"
@@ -62,7 +64,8 @@ def evaluate_case(*, tenant_id: int, case: dict[str, Any], cluster: Callable[[in
     cluster(tenant_id, user_id)
     stale, current = Memory.objects.get(id=ids[0]), Memory.objects.get(id=ids[1])
     hits = [h.memory for h in memories_search(scope=MemoryFilter(tenant_id=tenant_id, user_id=user_id),
-                                              query=case["question"], top_k=10)]
+                                              query=case["question"], top_k=10,
+                                              policy=policy_for(tenant_id=tenant_id).search)]
     current_value, stale_value = str(case["current"]).lower(), str(case["stale"]).lower()
     current_rank = _first_rank(hits, lambda text: current_value in text)
     stale_rank = _first_rank(hits, lambda text: stale_value in text and current_value not in text)
@@ -75,7 +78,7 @@ def evaluate_case(*, tenant_id: int, case: dict[str, Any], cluster: Callable[[in
 
 def evaluate_updates(*, cases: list[dict[str, Any]], cluster: Callable[[int, str], Any],
                      report: Callable[[CaseResult], None]) -> dict[str, Any]:
-    tenant = services.tenant_get_or_create(name=f"evaluate-updates-{uuid.uuid4().hex[:8]}")
+    tenant = evaluation_tenant("updates")
     results = []
     for case in cases:
         results.append(evaluate_case(tenant_id=tenant.id, case=case, cluster=cluster))

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
 from consolidation.jobs.clustering import clustering_params
+from zeromem.core.domain.policy import DEFAULT_POLICY
 from zeromem.devtools.bench.clustering import bench_clustering, calibrate
 from zeromem.devtools.bench.ingest import bench_ingest
 from zeromem.devtools.bench.reflection import bench_reflection
@@ -73,10 +74,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(result))
 
     def _calibrate(self, options: dict[str, Any]) -> None:
-        from django.conf import settings
-
-
-        result = calibrate(floor=settings.ZEROMEMORY_CLUSTER_COSINE_FLOOR)
+        result = calibrate(floor=DEFAULT_POLICY.clustering.cosine_floor)
         for group in ("same_fact", "related", "unrelated"):
             row = result[group]
             self.stderr.write(f"{group:>10}: min {row['min']:.3f}  median {row['median']:.3f}  max {row['max']:.3f}  "
@@ -88,7 +86,7 @@ class Command(BaseCommand):
 
         result = bench_clustering(sizes=_ints(options["sizes"]), all_pairs_sizes=_ints(options["all_pairs"]),
                                   full_job_n=options["full_job"], recall_n=options["recall_n"],
-                                  params=clustering_params(), say=self.stderr.write)
+                                  params=clustering_params(DEFAULT_POLICY.clustering), say=self.stderr.write)
         if options["json"]:
             self.stdout.write(json.dumps(result))
 

@@ -19,10 +19,9 @@ from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
 from zeromem.devtools.evaluation.updates import DEFAULT_PATH, evaluate_updates, load_cases
 
-# The figures measure the product without an LLM: no reflection model, no extraction phase, whatever the environment
-# configures.
-NO_LLM: dict[str, Any] = {"ZEROMEMORY_REFLECTION_MODEL": "", "ZEROMEMORY_DEFAULT_REFLECTION_MODEL": EXTRACTIVE,
-                          "ZEROMEMORY_EXTRACTION_PHASE": False}
+# The figures measure the product without an LLM: no reflection model, whatever the environment configures (the
+# evaluation tenants keep the default policy, without the extraction phase; `evaluation_tenant`).
+NO_LLM: dict[str, Any] = {"ZEROMEMORY_REFLECTION_MODEL": "", "ZEROMEMORY_DEFAULT_REFLECTION_MODEL": EXTRACTIVE}
 
 
 class Command(BaseCommand):
@@ -59,10 +58,9 @@ class Command(BaseCommand):
         ops.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
-        # The evaluation measures retrieval itself; the safety net must not undo the runs it measures.
-        with override_settings(ZEROMEMORY_CANARIES=False):
-            {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
-             "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges}[which](options)
+        # Each evaluation's tenant runs without the safety net (`evaluation_tenant`): it measures retrieval itself.
+        {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
+         "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges}[which](options)
 
     @staticmethod
     def _cluster(tenant_id: int, user_id: str) -> Any:
