@@ -16,13 +16,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="which", required=True)
         rec = sub.add_parser("record", help="run one bench/evaluate/prove command and record its JSON")
-        rec.add_argument("args", nargs=argparse.REMAINDER, help="the command after --, e.g. -- bench calibrate")
+        rec.add_argument("command", nargs=argparse.REMAINDER, help="the command after --, e.g. -- bench calibrate")
         ren = sub.add_parser("render", help="write docs/results.md from docs/results/data/*.json")
         ren.add_argument("--check", action="store_true", help="exit 1 when the page differs from the rendering")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         if which == "record":
-            command = options["args"][1:] if options["args"][:1] == ["--"] else options["args"]
+            command = options["command"][1:] if options["command"][:1] == ["--"] else options["command"]
             try:
                 path = record(args=command)
             except RecordError as error:
