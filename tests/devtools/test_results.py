@@ -79,3 +79,11 @@ def test_render_makes_one_table_per_command_with_a_row_per_recording(tmp_path):
     assert header == "| command | commit | machine | passed | ratio | fast |"
     assert rows[0].endswith("| 17 | 0.1235 | – |") and rows[1].endswith("| 18 | – | true |")
     assert "| 0.55 | 0.8 |" in page  # the chosen columns of a known command, nested keys included
+
+
+def test_a_column_can_pick_an_item_of_a_list_by_its_fields(tmp_path):
+    rows = [{"method": "zeromem", "n": 10000, "seconds": 3.0}, {"method": "full_job", "n": 10000, "seconds": 150.0}]
+    record(args=["bench", "clustering"], root=ROOT, data_dir=tmp_path,
+           run=printed(json.dumps({"rows": rows, "edge_recall": 0.998}))[0])
+
+    assert "| 3 | – | 0.998 | 150 | – |" in render(data_dir=tmp_path)

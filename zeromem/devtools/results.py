@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -36,25 +37,50 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
         "The embedder's cosine on same-fact, related and unrelated sentence pairs, against the clustering floor.",
         ("floor", "same_fact.min", "same_fact.median", "related.max", "related.above_floor", "unrelated.max")),
     "bench clustering": (
-        "The clustering core on planted clusters, the all-pairs baseline, the index's edge recall and the whole job.",
-        ()),
-    "bench ingest": ("Ingestion through the service layer against the bare embedder.", ()),
-    "bench reflection": ("LLM calls and prompt tokens per memory reflected, counted by a local fake LLM server.", ()),
+        "The clustering core on planted clusters (seconds at 10,000 and 100,000 memories), the index's edge recall "
+        "against exact search, the whole job at 10,000 memories, and a 50-memory user's run (CPU seconds).",
+        ("rows[method=zeromem,n=10000].seconds", "rows[method=zeromem,n=100000].seconds", "edge_recall",
+         "rows[method=full_job].seconds", "rows[method=full_job].cpu_s", "rows[method=full_job].transactions",
+         "rows[method=full_job].statements_per_merge", "small_user_cpu_s")),
+    "bench ingest": ("Ingestion through the service layer against the bare embedder.",
+                     ("n", "per_second", "embedder_per_second", "ratio", "cpu_ms_per_memory", "transactions")),
+    "bench reflection": (
+        "LLM calls and prompt tokens per memory reflected through the weekly path, counted by a local fake LLM "
+        "server; semantic memories kept per episode reflected.",
+        ("memories", "calls_per_1000", "prompt_tokens_per_memory", "new_semantic_per_reflected", "repairs",
+         "canaries_failed_runs")),
     "bench search": (
-        "A search through the HTTP API (gunicorn): CPU and SQL statements per search, latency idle, during another "
+        "A search through the HTTP API (gunicorn): CPU and SQL statements per search, latency during another "
         "user's clustering run and for a 100,000-memory user. Wall figures compare only on an idle machine.",
         ("data", "cpu_ms_per_search_3k", "statements_per_search", "p99_ms_3k_during_clustering", "p99_ms_100k")),
-    "evaluate locomo": ("Store size and retrieval before and after clustering on LoCoMo.", ()),
-    "evaluate longmemeval": ("Knowledge updates on real chat histories (LongMemEval).", ()),
-    "evaluate merges": ("What clustering writes on LoCoMo: empty merges, fragments, paraphrase pairs.", ()),
+    "evaluate locomo": (
+        "LoCoMo's 10 conversations before and after a forced clustering run: the store's size (after ÷ before), "
+        "recall@10, and budget recall and answer hit within 2,000 characters.",
+        ("questions", "active_ratio", "chars_ratio", "recall_at_10_before", "recall_at_10_after",
+         "budget_recall_before", "budget_recall_after", "answer_hit_before", "answer_hit_after",
+         "evidence_archived_uninformative")),
+    "evaluate longmemeval": (
+        "Knowledge updates on real chat histories (LongMemEval): current evidence above stale, before and after "
+        "clustering; stale claims retired; nothing current lost.",
+        ("questions", "memories", "current_above_stale_before", "current_above_stale_after",
+         "current_only_at_10_after", "stale_retired", "current_lost", "false_retirements", "flags")),
+    "evaluate merges": ("What clustering writes on LoCoMo: empty merges, fragments, paraphrase pairs.",
+                        ("merged_texts", "empty_merges", "fragments", "paraphrase_pairs")),
     "evaluate opsignals": ("Monitoring events of four incident windows through clustering: every flag and "
-                           "supersede is a defect.", ()),
-    "evaluate profiles": ("Reflection on LoCoMo: a profile per speaker, every item linked back to turns.", ()),
+                           "supersede is a defect.", ("memories", "flags", "supersedes", "active_after")),
+    "evaluate profiles": (
+        "Reflection on LoCoMo: a profile per speaker, every item linked back to turns.",
+        ("speakers", "speakers_with_profile", "profile_items", "items_linked_to_turns", "third_person_share",
+         "multi_source_share", "new_semantic_per_reflected")),
     "evaluate updates": ("Knowledge-update cases: stale values superseded, still-true ones kept.", ()),
     "prove deployment": ("docker-compose.yml's own commands against embedded services.", ()),
     "prove resilience": ("Crash rounds, overlapping triggers, faults and load on real processes.", ()),
-    "prove security": ("The authorization matrix, hostile input and the rate limit.", ()),
+    "prove security": (
+        "The authorization matrix, hostile input and the rate limit.",
+        ("endpoints", "authz_cases", "authz_failures", "fuzz_cases", "fuzz_5xx", "rejected_writes", "rate_limit_ok")),
 }
+# A column is a dotted path into the JSON; `rows[method=full_job]` picks the first item of a list whose fields match.
+ITEM = re.compile(r"^(?P<key>\w+)\[(?P<match>[^\]]+)\]$")
 
 
 @dataclass(frozen=True)
@@ -203,8 +229,17 @@ def _scalar_keys(rows: list[dict[str, Any]]) -> list[str]:
 def _lookup(result: dict[str, Any], dotted: str) -> Any:
     value: Any = result
     for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+        item = ITEM.match(part)
+        value = value.get(item["key"] if item else part) if isinstance(value, dict) else None
+        if item and isinstance(value, list):
+            value = _first_matching(value, item["match"])
     return value
+
+
+def _first_matching(items: list[Any], match: str) -> Any:
+    wanted = dict(pair.split("=", 1) for pair in match.split(","))
+    return next((item for item in items if isinstance(item, dict)
+                 and all(str(item.get(key)) == text for key, text in wanted.items())), None)
 
 
 def _cell(value: Any) -> str:
