@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from django.db import connections
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -316,12 +317,18 @@ def test_a_key_zeromem_accepted_is_trusted_for_the_ttl_then_checked_again(live_s
     clock = [1000.0]
     keys = CallerKeys(live_server.url, ttl=60.0, clock=lambda: clock[0])
 
+    def revoke() -> None:
+        services.apikey_revoke(key=key)
+        connections.close_all()  # this worker thread's connection, which would outlive the test database
+
     async def verify_revoke_verify_later() -> list[Any]:
         first = await keys.verify_token(secret)
-        await anyio.to_thread.run_sync(lambda: services.apikey_revoke(key=key))  # no ORM call inside the loop
+        await anyio.to_thread.run_sync(revoke)  # no ORM call inside the loop
         cached = await keys.verify_token(secret)
         clock[0] += 61.0
-        return [first, cached, await keys.verify_token(secret)]
+        expired = await keys.verify_token(secret)
+        await keys.aclose()  # its kept-alive connection would hold a live-server thread and its database session
+        return [first, cached, expired]
 
     first, cached, expired = anyio.run(verify_revoke_verify_later)
 

@@ -349,6 +349,11 @@ class CallerKeys:
         self._accepted[digest] = (now + self.ttl, access)
         return access
 
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
     async def _zeromem_accepts(self, token: str) -> bool:
         if self._http is None:
             self._http = httpx.AsyncClient()
