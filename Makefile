@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: install test demo lint typecheck clean devservers-stop browser-check dev dev-stop
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 or newer is required ($(PYTHON) not found; make PYTHON=python3.12 picks another)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
