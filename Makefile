@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install test demo lint typecheck clean devservers-stop browser-check dev dev-stop
+.PHONY: install test demo lint typecheck clean devservers-stop browser-check dev dev-stop async-client
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 or newer is required ($(PYTHON) not found; make PYTHON=python3.12 picks another)"; exit 1; }
@@ -47,6 +47,11 @@ dev-stop:
 browser-check: $(STAMP)
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 	$(BIN)/python manage.py browser_check
+
+# The asyncio client is generated from the blocking one: run this after editing clients/python/zeromem_client/_sync.py
+# (the suite fails while _async.py is stale).
+async-client: $(STAMP)
+	$(BIN)/python clients/python/scripts/gen_async.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
