@@ -58,9 +58,12 @@ NEW_METHODS = '''
 
     def count(self, *, user_id: str) -> int:
         total = 0
-        for _ in self.list(user_id=user_id):
+        for _ in self.mine(user_id=user_id):
             total += 1
         return total
+
+    def mine(self, *, user_id: str) -> Iterator[Memory]:
+        return self.list(user_id=user_id)
 
     # --- sending'''
 
@@ -75,12 +78,16 @@ def test_methods_added_to_the_sync_client_come_out_async(gen: ModuleType) -> Non
     assert awaited == {"self.delete", "self.put"}
     assert any(isinstance(node, ast.AsyncFor) for node in ast.walk(made["count"]))
     assert any(isinstance(node, ast.Await) for node in ast.walk(made["get_by_key"]))
-    assert isinstance(made["list"], ast.FunctionDef)  # answers an async iterator, is not awaited
+    assert isinstance(made["list"], ast.FunctionDef) and isinstance(made["mine"], ast.FunctionDef)  # async iterators
+    assert "-> AsyncIterator[Memory]" in ast.unparse(made["mine"])
 
 
 def test_a_call_it_cannot_translate_fails_loudly(gen: ModuleType) -> None:
     nested = NEW_METHODS.replace("return self._send(ops.get(key))", "return (lambda: self._send(ops.get(key)))()")
     with pytest.raises(gen.GenerationError, match="lambda"):
         gen.generate(gen.SYNC.read_text().replace("\n    # --- sending", nested, 1))
+    listed = NEW_METHODS.replace("return self.list(user_id=user_id)", "return [m for m in self.list(user_id=user_id)]")
+    with pytest.raises(gen.GenerationError, match="async iterator"):
+        gen.generate(gen.SYNC.read_text().replace("\n    # --- sending", listed, 1))
     with pytest.raises(gen.GenerationError, match="time.sleep"):
         gen.generate(gen.SYNC.read_text().replace("= time.sleep", "= sleep_somehow"))

@@ -107,33 +107,37 @@ def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in cls.body if isinstance(node, ast.FunctionDef)}
 
 
-def returns_pages(function: ast.FunctionDef, iterators: set[str]) -> bool:
+def returns(function: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether the method returns a call of one of `names` (e.g. `return self._pages(...)`)."""
     return any(isinstance(node, ast.Return) and isinstance(node.value, ast.Call)
-               and dotted(node.value.func) in iterators for node in own_nodes(function))
+               and dotted(node.value.func) in names for node in own_nodes(function))
+
+
+def calls(function: ast.FunctionDef, names: set[str]) -> bool:
+    return any(isinstance(node, ast.Call) and dotted(node.func) in names for node in own_nodes(function))
+
+
+def loops_over(function: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether the method iterates (`for`, `yield from`) over a call of one of `names`."""
+    for node in own_nodes(function):
+        iterated = node.iter if isinstance(node, ast.For) else node.value if isinstance(node, ast.YieldFrom) else None
+        if isinstance(iterated, ast.Call) and dotted(iterated.func) in names:
+            return True
+    return False
 
 
 def async_methods(cls: ast.ClassDef) -> tuple[set[str], set[str]]:
-    """(the calls to await: I/O and every method that becomes async, the calls giving an async iterator)."""
-    found = methods(cls)
-    iterators = {PAGES} | {f"self.{name}" for name, fn in found.items() if returns_pages(fn, {PAGES})}
+    """(the calls to await: I/O and every method that becomes async; the calls answering an async iterator: the
+    pages and every method returning one). Each grows until nothing changes: a method over an async one is async."""
+    found = {f"self.{name}": fn for name, fn in methods(cls).items()}
+    iterators = {PAGES}
+    while more := {name for name, fn in found.items() if name not in iterators and returns(fn, iterators)}:
+        iterators |= more
     awaited = set(AWAITED_CALLS)
-    while True:  # a method calling an async method is async too, until nothing changes
-        more = {f"self.{name}" for name, fn in found.items()
-                if f"self.{name}" not in iterators and uses(fn, awaited | iterators, loops_only=False)}
-        if more <= awaited:
-            return awaited, iterators
+    while more := {name for name, fn in found.items() if name not in awaited | iterators
+                   and (calls(fn, awaited) or loops_over(fn, iterators))}:
         awaited |= more
-
-
-def uses(function: ast.FunctionDef, calls: set[str], *, loops_only: bool) -> bool:
-    for node in own_nodes(function):
-        if isinstance(node, ast.Call) and dotted(node.func) in calls and not loops_only:
-            return True
-        if isinstance(node, (ast.For, ast.YieldFrom)):
-            iterated = node.iter if isinstance(node, ast.For) else node.value
-            if isinstance(iterated, ast.Call) and dotted(iterated.func) in calls:
-                return True
-    return False
+    return awaited, iterators
 
 
 class Rewriter:
@@ -182,7 +186,7 @@ class Rewriter:
             if isinstance(node, ast.Call) and dotted(node.func) in awaited:
                 raise GenerationError(f"{function.name}: {dotted(node.func)}() inside a lambda or nested function "
                                       "cannot be awaited; call it in the method's own body")
-        becomes_async = uses(function, awaited, loops_only=False) or uses(function, iterators, loops_only=True)
+        becomes_async = calls(function, awaited) or loops_over(function, iterators)
         for node in own_nodes(function):
             self.node(function, node, awaited, iterators)
         if becomes_async:
