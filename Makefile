@@ -5,10 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install test demo lint typecheck clean devservers-stop browser-check dev dev-stop docs
+.PHONY: install test demo lint typecheck clean devservers-stop browser-check dev dev-stop docs async-client
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 or newer is required ($(PYTHON) not found; make PYTHON=python3.12 picks another)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
@@ -51,6 +51,11 @@ browser-check: $(STAMP)
 # The documentation site under var/site (`make test` builds it too, with --strict, in tests/docs/test_site.py).
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The asyncio client is generated from the blocking one: run this after editing clients/python/zeromem_client/_sync.py
+# (the suite fails while _async.py is stale).
+async-client: $(STAMP)
+	$(BIN)/python clients/python/scripts/gen_async.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -145,3 +145,15 @@ def test_a_used_key_records_when_it_was_last_used(api, tenant):
 
     assert api.get("/memories").status_code == 200
     assert ApiKey.objects.get(tenant=tenant).last_used_at is not None
+
+
+def test_search_and_context_answer_scores_to_four_decimals(api):
+    api.post("/memories", {"memories": [memory("The billing-api runs on port 8080 behind nginx."),
+                                        memory("The search-api runs on port 9090.", importance=1 / 3)]})
+    hits = api.post("/search", {"query": "which port does the billing-api run on", "user_id": "u1"}).json()["results"]
+    context = api.post("/context", {"query": "billing-api port", "user_id": "u1"}).json()["memories"]
+    shown = [v for hit in hits for v in (hit["score"], hit["bm25"], hit["cosine"], hit["memory"]["importance"],
+                                          hit["memory"]["confidence"])] + [m["score"] for m in context]
+    assert len(hits) == 2 and context
+    assert all(round(value, 4) == value for value in shown), shown
+    assert round(1 / 3, 4) in [hit["memory"]["importance"] for hit in hits]

@@ -106,6 +106,31 @@ def test_a_body_of_the_wrong_json_type_answers_422(api):
     assert Memory.objects.count() == 0
 
 
+# --- where a problem is: the request's own fields -----------------------------------------------------------
+
+def locations(response) -> list[list]:
+    return [detail["loc"] for detail in error_of(response, 422, "invalid_input")["details"]]
+
+
+def test_a_body_error_names_the_field_path_as_sent_never_the_views_argument(api):
+    bad = {"memories": [{**MEMORY, "surprise": 1}, {"user_id": "u1"}]}
+    assert sorted(locations(send(api, "POST", "/memories", json.dumps(bad)))) == [
+        ["body", "memories", 0, "surprise"], ["body", "memories", 1, "content"]]
+    assert locations(send(api, "POST", "/search", json.dumps({"query": "port", "top_k": 0}))) == [["body", "top_k"]]
+
+
+def test_an_error_about_the_whole_body_or_path_names_only_where_it_came_from(api):
+    assert locations(send(api, "POST", "/memories", "[1, 2]")) == [["body"]]
+    assert locations(send(api, "POST", "/reflect", "{}")) == [["body"]]
+    assert locations(send(api, "POST", "/sessions/%00/end", json.dumps({"user_id": "u1"}))) == [["path"]]
+
+
+def test_query_and_path_errors_name_the_parameter(api):
+    assert locations(api.get("/memories", limit=0)) == [["query", "limit"]]
+    assert locations(send(api, "POST", "/reflect?async=maybe", json.dumps({"user_id": "u1"}))) == [["query", "async"]]
+    assert locations(send(api, "GET", "/memories/not-a-uuid")) == [["path", "memory_id"]]
+
+
 # --- NUL bytes and lone surrogates, in one place -----------------------------------------------------------------
 
 UNSTORABLE = ["nul \x00 byte", "lone \ud800 surrogate"]

@@ -247,7 +247,7 @@ def dependency_closure(name: str, extras: frozenset[str] = frozenset()) -> set[s
 
 def test_the_client_depends_on_httpx_and_pydantic_only():
     base = [Requirement(r) for r in requires("zeromem-client") or [] if "extra ==" not in r]
-    assert sorted(str(r) for r in base) == ["httpx==0.28.1", "pydantic==2.14.3"]
+    assert sorted(r.name for r in base) == ["httpx", "pydantic"]
     for extras in (frozenset(), frozenset({"mcp", "langgraph"})):
         pulled = dependency_closure("zeromem-client", extras)
         assert not {d for d in pulled if FORBIDDEN.match(d)}, extras

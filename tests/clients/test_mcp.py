@@ -1,26 +1,32 @@
 """`zeromem-mcp` against the real API (pytest-django's live server), driven by the `mcp` SDK's own client over both
-transports: stdio (the server spawned as a subprocess) and streamable HTTP (`--http PORT`).
+transports: stdio (the server spawned as a subprocess) and streamable HTTP (`--http PORT`, where each caller sends
+its own zeromem key and the server's ZEROMEM_API_KEY is never used).
 
 Database work (seeding, clustering, checks) happens outside the event loop the MCP client runs in: Django refuses
 ORM calls from a thread with a running loop."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
+import httpx
 import pytest
+from django.db import connections
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
-from zeromem_client.mcp_server import TOOL_NAMES
+from zeromem_client.mcp_server import TOOL_NAMES, CallerKeys
 
 from consolidation.jobs.clustering import clustering_run_now
 from profiles.models import MemoryProfile
@@ -80,11 +86,28 @@ def http_server(env: dict[str, str], tmp_path: Any) -> Iterator[str]:
 
 @pytest.fixture(params=["stdio", "http"])
 def server(request: Any, env: dict[str, str]) -> Callable[[], Client]:
-    """A new SDK client for zeromem-mcp over the transport under test."""
+    """A new SDK client for zeromem-mcp over the transport under test (over HTTP, presenting the tenant's key)."""
     if request.param == "http":
         url = request.getfixturevalue("http_server")
-        return lambda: Client(url)
+        return lambda: http(url, env["ZEROMEM_API_KEY"])
     return lambda: stdio(env)
+
+
+def http(url: str, key: str | None, statuses: list[int] | None = None) -> Client:
+    """The SDK's streamable HTTP client, sending `Authorization: Bearer <key>` on every request (none: no header);
+    the status of each answer is appended to `statuses`."""
+    async def record(response: Any) -> None:
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    @contextlib.asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
+        headers = {"Authorization": f"Bearer {key}"} if key is not None else None
+        async with create_mcp_http_client(headers=headers) as client, \
+                streamable_http_client(url, http_client=client) as streams:
+            client.event_hooks["response"].append(record)
+            yield streams
+    return Client(transport())
 
 
 def stdio(env: dict[str, str], **extra: str) -> Client:
@@ -217,3 +240,109 @@ def test_with_a_fixed_user_no_tool_takes_a_user_and_other_users_are_out_of_reach
     assert "no such memory" in error(seen["other"])
     assert "everything=true" in error(seen["forget all unconfirmed"])
     assert Memory.objects.filter(user_id="carol").exists()
+
+
+# --- HTTP: only callers with a key, each acting as its key ------------------------------------------------------
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer zm_0123456789ab_not-a-real-key", "Basic eA=="])
+def test_over_http_a_request_without_a_valid_key_answers_401_even_with_a_key_in_the_servers_environment(
+        http_server: str, authorization: str | None) -> None:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    response = httpx.post(http_server, json=INITIALIZE, headers=headers)
+    assert response.status_code == 401, response.text
+    assert response.headers["WWW-Authenticate"].startswith("Bearer ")
+    assert response.json()["error"] == "invalid_token"
+
+
+def test_the_sdk_client_without_a_key_is_refused_with_401(http_server: str) -> None:
+    async def body(client: Client) -> Any:
+        return await client.list_tools()
+
+    statuses: list[int] = []
+    with pytest.raises(ExceptionGroup):  # the SDK's task groups carry its "Server returned an error response"
+        run(http(http_server, None, statuses), body)
+    assert statuses and set(statuses) == {401}  # every request refused (the SDK probes, then initializes)
+
+
+def test_over_http_a_user_scoped_key_reaches_only_its_own_user(http_server: str, tenant: Any) -> None:
+    bobs = str(ingest_one(tenant, "Bob's secret plan about window seats.", user="bob"))
+    carols_key = services.apikey_create(tenant=tenant, user_id="carol")[1]
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "stored": answer(await client.call_tool("remember", {"content": "I prefer window seats.",
+                                                                 "user_id": "carol"})),
+            "found": answer(await client.call_tool("search_memories", {"query": "secret plan window seats"})),
+            "listed": answer(await client.call_tool("list_memories", {})),
+            "bob's memory": await client.call_tool("get_memory", {"memory_id": bobs}),
+            "bob's search": await client.call_tool("search_memories", {"query": "plan", "user_id": "bob"}),
+            "as bob": await client.call_tool("remember", {"content": "Written as Bob.", "user_id": "bob"}),
+            "delete bob's": await client.call_tool("delete_memory", {"memory_id": bobs}),
+        }
+
+    seen = run(http(http_server, carols_key), body)
+    carols = seen["stored"]["id"]
+    assert Memory.objects.get(id=carols).user_id == "carol"
+    assert [hit["id"] for hit in seen["found"]["results"]] == [carols]
+    assert [m["id"] for m in seen["listed"]["memories"]] == [carols]
+    for refused in ("bob's memory", "bob's search", "as bob", "delete bob's"):
+        assert "404" in error(seen[refused]), refused
+    assert list(Memory.objects.filter(user_id="bob").values_list("content", flat=True)) == [
+        "Bob's secret plan about window seats."]
+
+
+def test_over_http_a_tenant_key_reaches_every_user_of_its_tenant_only(
+        http_server: str, tenant: Any, other_tenant: Any) -> None:
+    bobs = str(ingest_one(tenant, "Bob's note about the deploy window.", user="bob"))
+    foreign = str(ingest_one(other_tenant, "Another tenant's note about the deploy window.", user="bob"))
+    key = services.apikey_create(tenant=tenant)[1]
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {"found": answer(await client.call_tool("search_memories", {"query": "deploy window"})),
+                "foreign": await client.call_tool("get_memory", {"memory_id": foreign})}
+
+    seen = run(http(http_server, key), body)
+    assert [hit["id"] for hit in seen["found"]["results"]] == [bobs]
+    assert "no such memory" in error(seen["foreign"])
+
+
+def test_a_key_zeromem_accepted_is_trusted_for_the_ttl_then_checked_again(live_server: Any, tenant: Any) -> None:
+    key, secret = services.apikey_create(tenant=tenant)
+    clock = [1000.0]
+    keys = CallerKeys(live_server.url, ttl=60.0, clock=lambda: clock[0])
+
+    def revoke() -> None:
+        services.apikey_revoke(key=key)
+        connections.close_all()  # this worker thread's connection, which would outlive the test database
+
+    async def verify_revoke_verify_later() -> list[Any]:
+        first = await keys.verify_token(secret)
+        await anyio.to_thread.run_sync(revoke)  # no ORM call inside the loop
+        cached = await keys.verify_token(secret)
+        clock[0] += 61.0
+        expired = await keys.verify_token(secret)
+        await keys.aclose()  # its kept-alive connection would hold a live-server thread and its database session
+        return [first, cached, expired]
+
+    first, cached, expired = anyio.run(verify_revoke_verify_later)
+
+    assert first is not None and first.token == secret
+    assert cached == first
+    assert expired is None
+
+
+def test_an_empty_key_is_refused_without_falling_back_to_the_environments_key(
+        live_server: Any, env: dict[str, str], monkeypatch: Any) -> None:
+    monkeypatch.setenv("ZEROMEM_API_KEY", env["ZEROMEM_API_KEY"])  # what a bare client would fall back to
+    keys = CallerKeys(live_server.url)
+
+    async def verify_empty() -> list[Any]:
+        return [await keys.verify_token(""), await keys.verify_token("   ")]
+
+    assert anyio.run(verify_empty) == [None, None]

@@ -146,6 +146,15 @@ def test_feedback_moves_the_reward_within_bounds(tenant, api, other_api):
     assert api.post(f"/memories/{memory.id}/feedback", {"useful": "very"}).status_code == 422
 
 
+def test_the_reward_is_answered_without_float_noise_and_stored_in_full(tenant, api):
+    memory = ingest_entity(tenant, n=1)[0]
+    api.post(f"/memories/{memory.id}/feedback", {"useful": True})
+    response = api.post(f"/memories/{memory.id}/feedback", {"useful": False})  # 0.2 + 0.2 * (-1 - 0.2)
+    assert response.json()["reward_score"] == -0.04 and b"-0.04}" in response.content
+    memory.refresh_from_db()
+    assert memory.reward_score == pytest.approx(-0.04) and memory.reward_score != -0.04
+
+
 def test_reads_record_access_and_internal_searches_do_not(tenant, api):
     access_flush()  # start from an empty buffer
     memories = ingest_entity(tenant, n=3)

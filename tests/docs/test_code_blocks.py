@@ -5,8 +5,8 @@ found and annotated):
   with a stand-in for the reader's LLM;
 - bash / sh: run by bash from the repository's root with `.venv/bin` on the PATH, against the same server and the
   test database (`manage.py` commands included);
-- json: an MCP configuration must be the client's example file, with a command the client installs; an event
-  payload must have the events' envelope and a type the server emits;
+- json: a tenant's policy overrides must validate; an MCP configuration must be the client's example file, with a
+  command the client installs; an event payload must have the events' envelope and a type the server emits;
 - yaml: alert rules must name metrics `/metrics` serves;
 - http: docs/API.md's examples, which tests/api/test_api_examples.py sends in order;
 - text: diagrams, nothing to run.
@@ -34,6 +34,7 @@ from tests.conftest import subprocess_database_url
 from tests.docs.blocks import ROOT, Block, all_blocks
 from tests.factories import DAY, ingest_clusterable
 from zeromem.core import services
+from zeromem.core.domain.policy import SECTIONS, policy_with_overrides
 from zeromem.core.events import EVENT_TYPES
 
 BLOCKS = all_blocks()
@@ -89,6 +90,8 @@ def check_json(block: Block, server: dict[str, str]) -> str:
     shown = json.loads(block.body)
     if "event" in shown:
         return check_event(block, shown)
+    if "mcpServers" not in shown and set(shown) <= set(SECTIONS):
+        return repr(policy_with_overrides(shown))  # a tenant's policy overrides: they must validate
     assert "mcpServers" in shown, f"{block.name}: no runner knows this JSON; annotate it or show it as text"
     assert shown == json.loads((ROOT / "clients/python/examples/mcp_config.json").read_text())
     command = shown["mcpServers"]["zeromem"]["command"]

@@ -19,7 +19,8 @@ from django.http.response import HttpResponseBase
 from django.urls import URLPattern, URLResolver
 from django.views import defaults
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError, ValidationErrorContext
+from pydantic import BaseModel
 
 from consolidation.selectors import ScopeAmbiguous, ScopeNotFound
 from consolidation.triggers import RunBusy
@@ -78,6 +79,20 @@ MESSAGES = {400: "the request could not be understood", 403: "not allowed",
             404: "no such endpoint (see the OpenAPI document at …/docs)"}
 
 
+def as_sent(model: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A location inside ninja's model of a view's parameters, as a path in what the client sent: a flattened
+    query or path field by its own name, and without the view's argument that holds a whole body or query schema
+    (the client never saw that name)."""
+    if loc in model.__ninja_flatten_map_reverse__:
+        return tuple(model.__ninja_flatten_map_reverse__[loc])
+    if loc and loc[0] == getattr(model, "__read_from_single_attr__", None):
+        return loc[1:]
+    field = model.model_fields.get(loc[0]) if loc else None
+    if field is not None and isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+        return loc[1:]
+    return loc
+
+
 def validation_details(exc: ValidationError) -> list[dict[str, Any]]:
     return [{"loc": list(e.get("loc", [])), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors]
@@ -95,11 +110,9 @@ def validation_message(exc: ValidationError) -> str:
 
 
 def field_as_sent(loc: list[Any]) -> str:
-    """`["body", "payload", "memories", 0, "metadata"]` -> `memories[0].metadata`: ninja's location without the
-    source and, for a body, the view's parameter name (neither is in the request)."""
+    """`["body", "memories", 0, "metadata"]` -> `memories[0].metadata`: the location (already as the client sent
+    it, `ErrorShapedApi`) without its source."""
     source, path = (loc[0], loc[1:]) if loc else ("body", [])
-    if source == "body":
-        path = path[1:]
     if not path:
         return f"the request {source}"
     spelled = str(path[0])
@@ -151,6 +164,17 @@ class ErrorShapedApi(NinjaAPI):
 
     def set_default_exception_handlers(self) -> None:
         self.add_exception_handler(Exception, self.on_error)
+
+    def validation_error_from_error_contexts(self, error_contexts: list[ValidationErrorContext[Any]]
+                                             ) -> ValidationError:
+        """ninja's errors, each `loc` naming the field as the client sent it: `["body", "memories", 0, "content"]`,
+        `["query", "page_size"]`, `["path", "memory_id"]` (ninja's own put the view's argument in: `["body",
+        "payload", …]`)."""
+        errors = super().validation_error_from_error_contexts(error_contexts).errors
+        locs = [(context.model, tuple(e["loc"])) for context in error_contexts
+                for e in context.pydantic_validation_error.errors(include_url=False)]
+        return ValidationError([{**error, "loc": (model.__ninja_param_source__, *as_sent(model, loc))}
+                                for error, (model, loc) in zip(errors, locs, strict=True)])
 
     def on_error(self, request: HttpRequest, exc: Exception | type[Exception]) -> HttpResponse:
         instance = exc() if isinstance(exc, type) else exc  # ninja's handler type admits a class

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.utils import timezone as dj_timezone
 from ninja import Field, Schema
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import ConfigDict, PlainSerializer, field_validator, model_validator
 
 from zeromem.api.limits import Metadata, metadata_field
 from zeromem.models import Memory
@@ -24,6 +24,12 @@ def name(description: str) -> Any:
 
 def optional_name(description: str) -> Any:
     return Field(None, min_length=1, max_length=200, description=description)
+
+
+# A score as the API shows it: 4 decimals (as the canary figures), so that float arithmetic's noise
+# (-0.03999999999999998 for -0.04) never reaches a client. Stored values keep their full precision.
+SCORE_DECIMALS = 4
+Score = Annotated[float, PlainSerializer(lambda value: round(value, SCORE_DECIMALS), return_type=float)]
 
 
 def unstorable(value: Any) -> bool:
@@ -173,8 +179,8 @@ class MemoryOut(Schema):
     entities: list[str] = Field(description="Names mentioned, as sent or extracted.")
     tags: list[str] = Field(description="Labels; consolidation adds its own (e.g. insight, digest, condensed).")
     window: str | None = Field(description="The boundary jobs never cross, if given.")
-    importance: float = Field(description="0–1.")
-    confidence: float = Field(description="0–1; raised when consolidation finds the statement corroborated.")
+    importance: Score = Field(description="0–1.")
+    confidence: Score = Field(description="0–1; raised when consolidation finds the statement corroborated.")
     corroboration_count: int = Field(description="How many memories state it (1 for an episode).")
     metadata: dict[str, Any] = Field(description="As sent.")
     has_embedding: bool = Field(description="False until the memory is embedded (it is found by keyword "
@@ -281,10 +287,10 @@ class LabelledOut(Schema):
 
 class HitOut(LabelledOut):
     memory: MemoryOut = Field(description="The memory found.")
-    score: float = Field(description="The rank score: BM25 divided by the best candidate's, fused with cosine "
+    score: Score = Field(description="The rank score: BM25 divided by the best candidate's, fused with cosine "
                                      "similarity (higher is better).")
-    bm25: float = Field(description="Its raw BM25 score for the query's words.")
-    cosine: float | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
+    bm25: Score = Field(description="Its raw BM25 score for the query's words.")
+    cosine: Score | None = Field(description="Cosine similarity to the query; null when not yet embedded.")
 
 
 class SearchOut(Schema):
@@ -386,7 +392,7 @@ class FeedbackIn(Strict):
 
 class FeedbackOut(Schema):
     id: uuid.UUID = Field(description="The memory's id.")
-    reward_score: float = Field(description="The new reward, in [−1, 1]: moved a lifecycle.feedback_step share "
+    reward_score: Score = Field(description="The new reward, in [−1, 1]: moved a lifecycle.feedback_step share "
                                             "of the way towards +1 (useful) or −1.")
 
 
@@ -449,7 +455,7 @@ class ContextMemoryOut(LabelledOut):
     content: str = Field(description="Its text, whole.")
     memory_type: str = Field(description="episodic, working or semantic.")
     created_at: datetime = Field(description="When it was said.")
-    score: float = Field(description="Its search score.")
+    score: Score = Field(description="Its search score.")
 
 
 class ContextOut(Schema):

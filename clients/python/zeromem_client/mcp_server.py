@@ -1,12 +1,18 @@
 """zeromem as MCP tools, for desktop and coding agents (`zeromem-mcp`, on the official `mcp` SDK's `MCPServer`).
 
-Configured by the environment: `ZEROMEM_URL` and `ZEROMEM_API_KEY` (read by the client), and optionally
-`ZEROMEM_USER_ID`. With `ZEROMEM_USER_ID` set every tool works on that one user and none takes a user argument
-(the model cannot reach another user's memories through this server: a memory, run or profile of another user
-answers "no such ..."); without it, the tools that need a user take `user_id`.
-
 Transports: stdio by default (what a desktop agent launches), streamable HTTP with `--http PORT` (endpoint
 `http://HOST:PORT/mcp`, `--host` defaults to 127.0.0.1, where the SDK also turns on DNS-rebinding protection).
+
+Who the tools act as depends on the transport. Over stdio, the one agent that launched the server: the key in
+`ZEROMEM_API_KEY`. Over HTTP, each caller: a request must carry a zeromem API key as `Authorization: Bearer <key>`
+(401 otherwise), the key is checked against zeromem (a cached answer for KEY_CHECK_TTL seconds), and the call's
+tools use a client with that key, so a key scoped to one user stays on that user. `ZEROMEM_API_KEY` is never used
+over HTTP: whoever reaches the port gets nothing without a key of their own. `ZEROMEM_URL` names the server either
+way.
+
+With `ZEROMEM_USER_ID` set every tool works on that one user and none takes a user argument (the model cannot
+reach another user's memories through this server: a memory, run or profile of another user answers "no such
+..."); without it, the tools that need a user take `user_id`.
 
 Every tool answers a JSON object. A failure the model can act on (an API error, zeromem unreachable, an argument
 outside its schema) comes back as an MCP tool error (`is_error`) carrying the API's message; the server keeps
@@ -16,20 +22,34 @@ serving.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import inspect
+import logging
 import os
+import time
 from collections.abc import Callable
 from datetime import datetime
 from itertools import islice
 from typing import Annotated, Any, Literal
 
+import httpx
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import AnyHttpUrl, BaseModel, Field
 
-from zeromem_client import Zeromem
-from zeromem_client.errors import APIConnectionError, ValidationError, ZeromemError
+from zeromem_client import AsyncZeromem, Zeromem
+from zeromem_client._core import BASE_URL_ENV, DEFAULT_BASE_URL
+from zeromem_client.errors import APIConnectionError, AuthenticationError, ValidationError, ZeromemError
 from zeromem_client.models import Memory, SearchResult
+
+logger = logging.getLogger(__name__)
+
+# How long zeromem's "yes, a valid key" is trusted before the key is checked again. A revoked key loses the data at
+# once anyway: every tool call sends the caller's key to zeromem, which refuses it.
+KEY_CHECK_TTL = 60.0
 
 TOOL_NAMES = ("remember", "search_memories", "get_context", "get_profile", "list_memories", "get_memory",
               "update_memory", "delete_memory", "forget", "end_session", "reflect", "get_run", "why")
@@ -149,11 +169,16 @@ def without_user(fn: Callable[..., Any], user_id: str) -> Callable[..., Any]:
 # --- the tools ----------------------------------------------------------------------------------------------------
 
 class Tools:
-    """The tools' bodies, over one client. `fixed_user`: the only user this server may touch (ZEROMEM_USER_ID)."""
+    """The tools' bodies. `connect()` answers the client of the call under way (the stdio agent's, or the HTTP
+    caller's own key); `fixed_user`: the only user this server may touch (ZEROMEM_USER_ID)."""
 
-    def __init__(self, client: Zeromem, fixed_user: str | None = None) -> None:
-        self.client = client
+    def __init__(self, connect: Callable[[], Zeromem], fixed_user: str | None = None) -> None:
+        self.connect = connect
         self.fixed_user = fixed_user
+
+    @property
+    def client(self) -> Zeromem:
+        return self.connect()
 
     def all(self) -> list[Callable[..., Any]]:
         return [getattr(self, name) for name in TOOL_NAMES]
@@ -292,35 +317,113 @@ class Tools:
         return {**history, "memory": brief(memory)}
 
 
+# --- who the caller is (HTTP) -------------------------------------------------------------------------------------
+
+class CallerKeys:
+    """The HTTP transport's `TokenVerifier` (the SDK's hook for a resource server): a bearer token is accepted when
+    zeromem accepts it as an API key (one cheap authenticated read), remembered for `ttl` seconds. A refused key, or
+    a zeromem that does not answer, is not remembered and answers 401."""
+
+    def __init__(self, base_url: str, *, ttl: float = KEY_CHECK_TTL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.base_url = base_url
+        self.ttl = ttl
+        self.clock = clock
+        self._accepted: dict[str, tuple[float, AccessToken]] = {}
+        self._http: httpx.AsyncClient | None = None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        token = token.strip()
+        if not token:  # never an empty key: the client would fall back to ZEROMEM_API_KEY
+            return None
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        now = self.clock()
+        cached = self._accepted.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        if not await self._zeromem_accepts(token):
+            return None
+        # client_id tells callers apart (the SDK binds each MCP session to the credential that opened it).
+        access = AccessToken(token=token, client_id=f"zeromem-key-{digest[:16]}", scopes=[])
+        self._accepted = {d: entry for d, entry in self._accepted.items() if entry[0] > now}
+        self._accepted[digest] = (now + self.ttl, access)
+        return access
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def _zeromem_accepts(self, token: str) -> bool:
+        if self._http is None:
+            self._http = httpx.AsyncClient()
+        client = AsyncZeromem(api_key=token, base_url=self.base_url, max_retries=0, http_client=self._http)
+        try:
+            async for _ in client.runs(page_size=1):
+                break
+        except AuthenticationError:
+            return False
+        except ZeromemError as exc:
+            logger.warning("could not check a caller's key with zeromem (%s): answering 401", exc)
+            return False
+        return True
+
+
+def caller_client(base_url: str, http: httpx.Client) -> Zeromem:
+    """A client with the key of the HTTP request under way (checked by CallerKeys before any tool runs)."""
+    access = get_access_token()
+    if access is None or not access.token:
+        raise ToolError("no zeromem API key with this request [401 unauthorized]")
+    return Zeromem(api_key=access.token, base_url=base_url, http_client=http)
+
+
 # --- the server ---------------------------------------------------------------------------------------------------
 
-def build_server(client: Zeromem, *, user_id: str | None = None) -> MCPServer:
-    """The MCP server with every tool; with `user_id`, scoped to that user and without user arguments."""
-    server = MCPServer("zeromem", instructions=INSTRUCTIONS)
-    tools = Tools(client, fixed_user=user_id)
+def build_server(connect: Callable[[], Zeromem], *, user_id: str | None = None,
+                 caller_keys: CallerKeys | None = None) -> MCPServer:
+    """The MCP server with every tool, each call using `connect()`'s client; with `user_id`, scoped to that user
+    and without user arguments; with `caller_keys`, HTTP requests need a key it accepts."""
+    auth = None
+    if caller_keys is not None:  # zeromem issues the keys; no OAuth metadata is served (resource_server_url None)
+        auth = AuthSettings(issuer_url=AnyHttpUrl(caller_keys.base_url), resource_server_url=None)
+    server = MCPServer("zeromem", instructions=INSTRUCTIONS, token_verifier=caller_keys, auth=auth)
+    tools = Tools(connect, fixed_user=user_id)
     for tool in tools.all():
         fn = without_user(tool, user_id) if user_id is not None else tool
         server.add_tool(as_tool_errors(fn))
     return server
 
 
+def http_server(*, user_id: str | None) -> MCPServer:
+    """Over HTTP every call acts as its caller's key; ZEROMEM_API_KEY is not read."""
+    base_url = os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    http = httpx.Client()
+    return build_server(lambda: caller_client(base_url, http), user_id=user_id, caller_keys=CallerKeys(base_url))
+
+
+def stdio_server(parser: argparse.ArgumentParser, *, user_id: str | None) -> MCPServer:
+    """Over stdio every call acts as ZEROMEM_API_KEY: the agent that launched the server is its only caller."""
+    try:
+        client = Zeromem()
+    except ZeromemError as exc:
+        parser.error(exc.message)
+    return build_server(lambda: client, user_id=user_id)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="zeromem-mcp", description=(
-        "zeromem's memory tools over MCP. Reads ZEROMEM_URL, ZEROMEM_API_KEY and (optional) ZEROMEM_USER_ID."))
+        "zeromem's memory tools over MCP. Reads ZEROMEM_URL, (optional) ZEROMEM_USER_ID and, for stdio only, "
+        "ZEROMEM_API_KEY; over HTTP each caller sends its own key as 'Authorization: Bearer <key>'."))
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT (path /mcp) "
                                                                  "instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on with --http "
                                                             "(default 127.0.0.1)")
     args = parser.parse_args(argv)
-    try:
-        client = Zeromem()
-    except ZeromemError as exc:
-        parser.error(exc.message)
-    server = build_server(client, user_id=os.environ.get("ZEROMEM_USER_ID") or None)
+    user_id = os.environ.get("ZEROMEM_USER_ID") or None
     if args.http is None:
-        server.run()
+        stdio_server(parser, user_id=user_id).run()
     else:
-        server.run("streamable-http", host=args.host, port=args.http)
+        http_server(user_id=user_id).run("streamable-http", host=args.host, port=args.http)
 
 
 if __name__ == "__main__":
