@@ -372,8 +372,20 @@ ZEROMEMORY_RATE_LIMIT_WINDOW_SECONDS = env_int("ZEROMEMORY_RATE_LIMIT_WINDOW_SEC
 ZEROMEMORY_MAX_FUTURE_SECONDS = env_int("ZEROMEMORY_MAX_FUTURE_SECONDS", 86_400, minimum=0, maximum=10 * 365 * 86_400)
 
 # --- runs -------------------------------------------------------------------------------------------------------
-# A claimed run's lease, renewed in every write transaction; another worker may take an expired one over.
-ZEROMEMORY_RUN_LEASE_SECONDS = env_int("ZEROMEMORY_RUN_LEASE_SECONDS", 300, minimum=1, maximum=86_400)
+# Deployment knobs, not job policy: how a dead worker's run is noticed. While a worker holds a run, a thread of its
+# process stamps the run's heartbeat every HEARTBEAT seconds (each write transaction does too); a run whose heartbeat
+# is older than STALE seconds lost its worker: the sweep (every 15 s) or any trigger releases and requeues it, within
+# STALE + 15 s. STALE leaves room for several missed beats (a database blip, a stalled process), never fewer than 3.
+if os.environ.get("ZEROMEMORY_RUN_LEASE_SECONDS"):
+    raise ImproperlyConfigured("ZEROMEMORY_RUN_LEASE_SECONDS is gone: a run's worker now proves it is alive with a "
+                               "heartbeat; set ZEROMEMORY_RUN_STALE_SECONDS (and ZEROMEMORY_RUN_HEARTBEAT_SECONDS)")
+ZEROMEMORY_RUN_HEARTBEAT_SECONDS = env_float("ZEROMEMORY_RUN_HEARTBEAT_SECONDS", 5.0, minimum=0.1, maximum=600.0)
+ZEROMEMORY_RUN_STALE_SECONDS = env_float("ZEROMEMORY_RUN_STALE_SECONDS", 30.0, minimum=1.0, maximum=3600.0)
+if ZEROMEMORY_RUN_STALE_SECONDS < 3 * ZEROMEMORY_RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"ZEROMEMORY_RUN_STALE_SECONDS ({ZEROMEMORY_RUN_STALE_SECONDS:g}) must be at least 3 heartbeats "
+        f"(ZEROMEMORY_RUN_HEARTBEAT_SECONDS = {ZEROMEMORY_RUN_HEARTBEAT_SECONDS:g}): one late beat must not declare "
+        "a live worker dead")
 # First retry delay of a reflection task whose LLM was unavailable (doubles on each retry, at most an hour).
 ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minimum=0, maximum=3600)
 

@@ -33,6 +33,10 @@ def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
     ({"DATABASE_URL": "postgresql://db.internal/zeromem", "ZEROMEM_EMBEDDED": "0",
       "ZEROMEMORY_SECRET_KEY": ""}, "ZEROMEMORY_SECRET_KEY must be set"),
     ({"ZEROMEMORY_SEARCH_VECTOR_WEIGHT": "2"}, "between 0.0 and 1.0"),
+    ({"ZEROMEMORY_RUN_HEARTBEAT_SECONDS": "often"}, "ZEROMEMORY_RUN_HEARTBEAT_SECONDS must be a number"),
+    ({"ZEROMEMORY_RUN_STALE_SECONDS": "0"}, "ZEROMEMORY_RUN_STALE_SECONDS must be between"),
+    ({"ZEROMEMORY_RUN_HEARTBEAT_SECONDS": "10", "ZEROMEMORY_RUN_STALE_SECONDS": "20"}, "at least 3 heartbeats"),
+    ({"ZEROMEMORY_RUN_LEASE_SECONDS": "300"}, "ZEROMEMORY_RUN_LEASE_SECONDS is gone"),
 ])
 def test_a_bad_value_stops_start_up_with_a_clear_message(env, message):
     result = load_settings(**env)
