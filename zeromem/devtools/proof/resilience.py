@@ -107,7 +107,8 @@ def rig(logs: Path) -> Iterator[Rig]:
         tenant = services.tenant_get_or_create(name=f"prove-resilience-{uuid.uuid4().hex[:6]}")
         env = child_env(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_VISIBILITY_TIMEOUT="10",
                         ZEROMEMORY_BROKER_RESTORE_SECONDS="2",
-                        ZEROMEMORY_RUN_HEARTBEAT_SECONDS="1", ZEROMEMORY_RUN_STALE_SECONDS="4", ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
+                        ZEROMEMORY_RUN_HEARTBEAT_SECONDS="1", ZEROMEMORY_RUN_STALE_SECONDS="4",
+                        ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
                         ZEROMEMORY_LLM_API_BASE=llm.api_base, ZEROMEMORY_LLM_API_KEY="sk-proof",
                         ZEROMEMORY_LLM_CONCURRENCY="1", ZEROMEMORY_LLM_TIMEOUT_SECONDS="2",
                         ZEROMEMORY_LLM_ATTEMPTS="2", ZEROMEMORY_LLM_BACKOFF_SECONDS="0.1",
