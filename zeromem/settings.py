@@ -255,6 +255,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker went away keeps trying to reconnect for as long as it takes (Celery's default gives up after
+# 100 attempts, ~45 minutes, and the worker exits), and lets the tasks it runs finish meanwhile: a run's claim in
+# PostgreSQL, not its message, decides who works on it, so a run is neither cut short nor done twice (prove resilience,
+# broker restart rounds). Setting the latter explicitly keeps it so when Celery 6 changes its default.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 # --- clustering (ARCHITECTURE.md, "Jobs") -----------------------------------------------------------------------------
 # The cosine floor is calibrated for the configured embedder: all-MiniLM-L6-v2 scores paraphrases 0.60–0.95

@@ -1,5 +1,6 @@
 """`prove resilience --quick` inside the suite: a worker killed -9 mid-run (clustering and reflection), four
-triggers at once, six faults and a short load run against gunicorn, all on real processes."""
+triggers at once, six faults, a short load run against gunicorn, then with two workers and beat: PostgreSQL and
+the broker restarted mid-run, and a worker killed -9 and left dead; all on real processes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from zeromem.devtools.proof.resilience import prove_resilience
 
 @pytest.mark.django_db(transaction=True)
 def test_prove_resilience_quick(tmp_path):
-    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path).as_json()
+    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path, restart_rounds=1,
+                              dead_worker_rounds=1).as_json()
     assert report["crash_rounds"] == 2
     assert report["lost"] == report["duplicated"] == report["unfinished_runs"] == 0, report["notes"]
     assert report["overlap_extra_runs"] == 0
     assert report["fault_cases"] >= 6 and report["fault_failures"] == 0
     assert report["load_requests"] >= 100 and report["load_errors"] == 0
+    assert report["pg_restart_rounds"] == report["broker_restart_rounds"] == 1
+    assert report["restart_late_runs"] == 0 and report["restart_finish_max_s"] <= 120
+    assert report["dead_worker_rounds"] == 1 and report["dead_worker_recovery_s"] <= 90

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psutil
 from django.db import connection
 
-from zeromem.devservices import EmbeddedValkey
+from zeromem.devservices import EmbeddedPostgres, EmbeddedValkey
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout
 
@@ -185,10 +185,12 @@ def run_once(args: list[str], env: dict[str, str], log: Path, *, timeout: float)
     return Managed(args, env, log, stdout_to_log=True).start().wait(timeout)
 
 
-def celery_worker(env: dict[str, str], log: Path, *, pool: str = "prefork", concurrency: int = 1) -> Managed:
+def celery_worker(env: dict[str, str], log: Path, *, pool: str = "prefork", concurrency: int = 1,
+                  node: str = "celery@%h") -> Managed:
+    """`node`: the worker's name, distinct for each worker of one host."""
     return Managed([sys.executable, "-m", "celery", "-A", "zeromem", "worker", "--pool", pool, "--concurrency",
                     str(concurrency), "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip",
-                    "--without-mingle", "--prefetch-multiplier", "1"], env, log)
+                    "--without-mingle", "--prefetch-multiplier", "1", "-n", node], env, log)
 
 
 def gunicorn(env: dict[str, str], log: Path, *, port: int, workers: int = 2, threads: int = 4) -> Managed:
@@ -208,3 +210,18 @@ def broker_restart(redis_url: str) -> None:
     valkey.stop()
     time.sleep(0.5)
     valkey.start()
+
+
+def database_restart(pgdata: Path, *, down_seconds: float = 2.0) -> None:
+    """Stop this checkout's embedded PostgreSQL (a fast shutdown: every client's connection is cut, as when a
+    server restarts), leave it down a moment, and start it again on the same data dir and socket."""
+    postgres = EmbeddedPostgres(pgdata.parent)  # the data dir is <var dir>/pg
+    postgres.stop()
+    time.sleep(down_seconds)
+    postgres.start()
+
+
+def celery_beat(env: dict[str, str], log: Path) -> Managed:
+    """Beat on the database scheduler (the schedules `setup_periodic_tasks` upserted)."""
+    return Managed([sys.executable, "-m", "celery", "-A", "zeromem", "beat", "--loglevel", "WARNING",
+                    "--schedule", str(log.parent / "beat-schedule")], env, log)

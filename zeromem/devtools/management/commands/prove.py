@@ -69,7 +69,8 @@ class Command(BaseCommand):
         report = prove_resilience(rounds=options["rounds"] or (1 if quick else 20),
                                   load_requests=300 if quick else 6000, load_seconds=60 if quick else 600,
                                   logs=settings.BASE_DIR / "var" / "prove-resilience", say=self.stderr.write,
-                                  overlap_only=options["overlap_only"])
+                                  overlap_only=options["overlap_only"], restart_rounds=1 if quick else 5,
+                                  dead_worker_rounds=1 if quick else 2)
         result = report.as_json()
         rows = [("crash rounds (killed mid-run)", f"{result['crash_rounds']} ({result['killed_mid_run']})", "≥ 40"),
                 ("lost", result["lost"], "0"), ("duplicated", result["duplicated"], "0"),
@@ -82,8 +83,14 @@ class Command(BaseCommand):
                  "p99 ≤ 100 (aim)"),
                 ("search p50 / p99 ms, no job running",
                  f"{result['baseline_search_p50_ms']} / {result['baseline_search_p99_ms']}", ""),
-                ("requests/s", result["load_requests_per_s"], "")]
-        self._table(rows, result, options, widths=(34, 16))
+                ("requests/s", result["load_requests_per_s"], ""),
+                ("PostgreSQL / broker restart rounds",
+                 f"{result['pg_restart_rounds']} / {result['broker_restart_rounds']}", "≥ 5 / ≥ 5"),
+                ("runs late after a restart (slowest s)",
+                 f"{result['restart_late_runs']} ({result['restart_finish_max_s']})", "0 (≤ 120)"),
+                ("dead-worker rounds, recovery s",
+                 f"{result['dead_worker_rounds']}, {result['dead_worker_recovery_s']}", "≤ 90")]
+        self._table(rows, result, options, widths=(38, 16))
 
     def _security(self, options: dict[str, Any]) -> None:
         report = prove_security(fuzz_per_operation=options["fuzz_per_operation"], say=self.stderr.write)
