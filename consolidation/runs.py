@@ -200,9 +200,8 @@ class Heartbeat:
                         logger.warning("run %s is no longer held by %s: its heartbeat stops", self.run_id,
                                        self.worker)
                         return
-                except DatabaseError as exc:
+                except DatabaseError as exc:  # the failed transaction closed the broken connection: the next reconnects
                     logger.warning("heartbeat of run %s missed (database unavailable: %s)", self.run_id, exc)
-                    connection.close()  # a broken connection is not reused by the next beat
         finally:
             connection.close()  # this thread's own connection
 

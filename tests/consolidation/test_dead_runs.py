@@ -134,3 +134,22 @@ def test_the_heartbeat_stops_once_another_worker_took_the_run(tenant, settings):
     with run_heartbeat(run_id=dead.id, worker="dead-host:4242", interval=0.05) as heartbeat:
         assert wait_until(lambda: heartbeat.lost, 30)
     assert ConsolidationRun.objects.get(id=dead.id).heartbeat_at == taken.heartbeat_at
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_outlives_a_dropped_database_connection(tenant):
+    from django.db import connection
+
+    run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")
+    run_start(run_id=run.id, worker="busy-host:1")
+
+    def beat_after(moment):
+        return wait_until(lambda: ConsolidationRun.objects.get(id=run.id).heartbeat_at > moment, 30)
+
+    with run_heartbeat(run_id=run.id, worker="busy-host:1", interval=0.05) as heartbeat:
+        assert beat_after(ConsolidationRun.objects.get(id=run.id).heartbeat_at)
+        with connection.cursor() as cursor:  # as a database restart does to the heartbeat thread's session
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                           " AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        assert beat_after(ConsolidationRun.objects.get(id=run.id).heartbeat_at)
+        assert heartbeat.running and not heartbeat.lost
