@@ -643,7 +643,8 @@ def restart_round(state: Rig, report: Report, service: str, restart: Callable[[]
     returned = timezone.now()
     wait_settled(state.tenant, user, RESTART_FINISH_S + 60)
     run = ConsolidationRun.objects.get(id=run_id)
-    took = ((run.finished_at or timezone.now()) - returned).total_seconds()  # unfinished: counted late, and below
+    # Unfinished: counted late (and below); finished while the service was still down: 0.
+    took = max(0.0, ((run.finished_at or timezone.now()) - returned).total_seconds())
     check = check_user(state.tenant, user, ingested)
     _tally(report, state, check)
     report.restart_late_runs += took > RESTART_FINISH_S
