@@ -47,7 +47,8 @@ class ConsolidationRun(models.Model):
     trigger = models.CharField(max_length=12, choices=RunTrigger.choices)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
     worker = models.CharField(max_length=200, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Stamped by the holding worker every few seconds (consolidation.runs): older than the stale-after setting, the
+    # worker is gone and the run is released.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,11 +1,16 @@
-"""Run claims in PostgreSQL: one active clustering or reflection run per (tenant, user), with a lease.
+"""Run claims in PostgreSQL: one active clustering or reflection run per (tenant, user), held by a live worker.
 
 - `run_request` inserts a pending run; the partial unique constraint makes a concurrent second request
-  fail, and it gets the active run back instead (to join it, or to wait for it when it is of another kind).
-- `run_start` claims a run with a conditional UPDATE: pending, or running with an expired lease (the
-  worker that held it died). A redelivered task whose run is done, or held by a live worker, gets None.
-- `run_fence` renews the lease inside each write transaction and fails when another worker took the run
-  over, so a worker that lost its lease can never write twice.
+  fail, and it gets the active run back instead (to join it, or to wait for it when it is of another kind). An
+  active run whose worker died (`run_recover_dead`) is released and requeued first: nobody joins a dead run.
+- `run_start` claims a run with a conditional UPDATE: pending, or running with a stale heartbeat (the worker
+  that held it died). A redelivered task whose run is done, or held by a live worker, gets None.
+- While a worker holds a run, `run_heartbeat` (a thread of its process) stamps the row's `heartbeat_at` every
+  few seconds, through long LLM calls where no write comes for a minute. A heartbeat older than the stale-after
+  setting means the worker is gone: the sweep (`runs_recover_dead`) or a trigger releases the run and requeues
+  its task.
+- `run_fence` stamps the heartbeat inside each write transaction and fails when the run was released or taken
+  over, so a worker that lost its run (it was only slow) can never write twice.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,6 +40,7 @@ from zeromem.core.tasks import enqueue_on_commit
 
 # The registered names of the run tasks (consolidation.tasks), sent by name so nothing here imports them.
 RUN_TASKS = {RunKind.CLUSTERING: "consolidation.clustering_run", RunKind.REFLECTION: "consolidation.reflection_run"}
+LIFECYCLE_RUN = "consolidation.lifecycle_run"  # a tenant's lifecycle task (it requests or joins the tenant's run)
 
 logger = logging.getLogger(__name__)
 
@@ -65,12 +73,17 @@ def run_policy(run: ConsolidationRun) -> Policy:
     return policy
 
 
-def lease() -> timedelta:
-    return timedelta(seconds=settings.ZEROMEMORY_RUN_LEASE_SECONDS)
+def stale_after() -> timedelta:
+    """A held run whose heartbeat is older than this lost its worker (ZEROMEMORY_RUN_STALE_SECONDS)."""
+    return timedelta(seconds=settings.ZEROMEMORY_RUN_STALE_SECONDS)
+
+
+def _dead(now: datetime) -> Q:
+    return Q(status=RunStatus.RUNNING, heartbeat_at__lt=now - stale_after())
 
 
 class LeaseLost(Exception):
-    """Another worker took this run over after our lease expired; our writes must not land."""
+    """Our run was released (our heartbeat went stale) or taken over by another worker; our writes must not land."""
 
 
 def worker_name() -> str:
@@ -106,6 +119,7 @@ def run_request(*, tenant_id: int, user_id: str, kind: str, trigger: str, entity
         except IntegrityError:
             existing = active_run(tenant_id=tenant_id, user_id=user_id, kind=kind)
             if existing is not None:
+                existing = run_recover_dead(existing)
                 if force and same_job(existing, kind, entity_id, namespace):
                     existing = run_force(existing)
                 return existing, False
@@ -127,12 +141,12 @@ def run_force(run: ConsolidationRun) -> ConsolidationRun:
 
 def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) -> ConsolidationRun | None:
     """Claim the run for `worker`; None when it is finished or another live worker holds it. The same worker may
-    take its own run back (a task retried in the process that held it, e.g. after a dropped connection)."""
+    take its own run back (a task retried in the process that held it, e.g. after a dropped connection). The
+    caller holds it inside `run_heartbeat`."""
     now = now or timezone.now()
-    claimable = (Q(status=RunStatus.PENDING) | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now)
-                 | Q(status=RunStatus.RUNNING, worker=worker))
+    claimable = Q(status=RunStatus.PENDING) | _dead(now) | Q(status=RunStatus.RUNNING, worker=worker)
     claimed = (ConsolidationRun.objects.filter(claimable, pk=run_id)
-               .update(status=RunStatus.RUNNING, worker=worker, lease_expires_at=now + lease(), heartbeat_at=now))
+               .update(status=RunStatus.RUNNING, worker=worker, heartbeat_at=now))
     if not claimed:
         return None
     ConsolidationRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
@@ -140,12 +154,113 @@ def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) ->
 
 
 def run_fence(*, run_id: uuid.UUID, worker: str) -> None:
-    """Renew the lease; call inside each write transaction so a lost lease aborts the write."""
-    now = timezone.now()
-    renewed = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-               .update(lease_expires_at=now + lease(), heartbeat_at=now))
-    if not renewed:
+    """Stamp the heartbeat; call inside each write transaction so a lost run aborts the write."""
+    if not run_beat(run_id=run_id, worker=worker):
         raise LeaseLost(f"run {run_id} is no longer held by {worker}")
+
+
+def run_beat(*, run_id: uuid.UUID, worker: str) -> bool:
+    """Stamp the heartbeat of a run `worker` holds; False when it no longer holds it."""
+    held = ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
+    return bool(held.update(heartbeat_at=timezone.now()))
+
+
+def _beat_unless_locked(*, run_id: uuid.UUID, worker: str) -> bool:
+    """The heartbeat thread's stamp; False when `worker` no longer holds the run. A row locked by a write
+    transaction is skipped, not waited for: that transaction stamps the heartbeat itself when it is the worker's
+    own (run_fence), and a thread waiting for its own process's transaction could never be joined."""
+    with transaction.atomic():
+        row = (ConsolidationRun.objects.select_for_update(skip_locked=True).filter(pk=run_id)
+               .values_list("status", "worker").first())
+        if row is None:
+            return True
+        if row != (RunStatus.RUNNING, worker):
+            return False
+        return run_beat(run_id=run_id, worker=worker)
+
+
+class Heartbeat:
+    """A thread that stamps a held run's heartbeat every `interval` seconds until stopped, or until the run is no
+    longer ours (then `lost`; the next fenced write raises LeaseLost). A database that does not answer costs a
+    beat, not the thread: the next beat reconnects."""
+
+    def __init__(self, *, run_id: uuid.UUID, worker: str, interval: float) -> None:
+        self.run_id, self.worker, self.interval = run_id, worker, interval
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if not _beat_unless_locked(run_id=self.run_id, worker=self.worker):
+                        self.lost = True
+                        logger.warning("run %s is no longer held by %s: its heartbeat stops", self.run_id,
+                                       self.worker)
+                        return
+                except DatabaseError as exc:  # the failed transaction closed the broken connection: the next reconnects
+                    logger.warning("heartbeat of run %s missed (database unavailable: %s)", self.run_id, exc)
+        finally:
+            connection.close()  # this thread's own connection
+
+
+@contextmanager
+def run_heartbeat(*, run_id: uuid.UUID, worker: str, interval: float | None = None) -> Iterator[Heartbeat]:
+    """Hold a claimed run alive while the block works (ZEROMEMORY_RUN_HEARTBEAT_SECONDS by default)."""
+    heartbeat = Heartbeat(run_id=run_id, worker=worker,
+                          interval=settings.ZEROMEMORY_RUN_HEARTBEAT_SECONDS if interval is None else interval)
+    heartbeat.start()
+    try:
+        yield heartbeat
+    finally:
+        heartbeat.stop()
+
+
+def run_recover_dead(run: ConsolidationRun, *, now: datetime | None = None) -> ConsolidationRun:
+    """The run as it is after releasing it when its worker is dead (heartbeat stale): pending again, its task
+    requeued after commit. A live run comes back unchanged."""
+    if run.status != RunStatus.RUNNING or not run_release_dead(run, now=now or timezone.now()):
+        return run
+    return ConsolidationRun.objects.get(pk=run.pk)
+
+
+def run_release_dead(run: ConsolidationRun, *, now: datetime) -> bool:
+    """Release the run if its heartbeat is stale (conditional UPDATE: a sweep and a trigger never both release
+    it, and a run a live worker beat for meanwhile stays held) and requeue its task after commit."""
+    with transaction.atomic():
+        released = (ConsolidationRun.objects.filter(_dead(now), pk=run.pk)
+                    .update(status=RunStatus.PENDING, worker="",
+                            error=f"worker {run.worker} stopped heartbeating; released at {now.isoformat()}"))
+        if released:
+            logger.warning("%s run %s of user %s: worker %s stopped heartbeating, released and requeued", run.kind,
+                           run.id, run.user_id, run.worker)
+            name, arguments = run_task_message(run)
+            enqueue_on_commit(name, **arguments)
+    return bool(released)
+
+
+def runs_dead(*, now: datetime) -> list[ConsolidationRun]:
+    return list(ConsolidationRun.objects.filter(_dead(now)))
+
+
+def run_task_message(run: ConsolidationRun) -> tuple[str, dict[str, Any]]:
+    """The task (registered name and arguments) that works on this run."""
+    if run.kind == RunKind.LIFECYCLE:
+        return LIFECYCLE_RUN, {"tenant_id": run.tenant_id}
+    return RUN_TASKS[RunKind(run.kind)], {"run_id": str(run.id)}
 
 
 def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
@@ -155,8 +270,7 @@ def run_finish(*, run_id: uuid.UUID, worker: str, status: str, error: str = "",
     longer holds the run nothing changes, and the run comes back as its current holder left it."""
     with transaction.atomic():
         finished = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-                    .update(status=status, error=error[:5000], finished_at=timezone.now(), lease_expires_at=None,
-                            **(counts or {})))
+                    .update(status=status, error=error[:5000], finished_at=timezone.now(), **(counts or {})))
         if not finished:
             return ConsolidationRun.objects.get(pk=run_id)
         run = _mark_llm_unavailable(run_id, llm_unavailable)
@@ -201,7 +315,7 @@ def run_release(*, run_id: uuid.UUID, worker: str, reason: str, llm_unavailable:
     `llm_unavailable`: released because the LLM did not answer (`run_llm_unavailable`)."""
     with transaction.atomic():
         released = (ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, worker=worker)
-                    .update(status=RunStatus.PENDING, worker="", lease_expires_at=None, error=reason[:5000]))
+                    .update(status=RunStatus.PENDING, worker="", error=reason[:5000]))
         if released:
             _mark_llm_unavailable(run_id, llm_unavailable)
     return bool(released)
@@ -259,10 +373,11 @@ def run_in_process(*, tenant_id: int, user_id: str, kind: str, trigger: str,
             if time.monotonic() >= deadline:
                 return RunOutcome(run, True)
             continue
-        # Ours, or the same job nobody is working on (pending, or its worker's lease expired).
+        # Ours, or the same job nobody is working on (pending, or released when its worker died).
         claimed = run_start(run_id=run.id, worker=worker)
         if claimed is not None:
-            return RunOutcome(execute(claimed, worker), False)
+            with run_heartbeat(run_id=run.id, worker=worker):
+                return RunOutcome(execute(claimed, worker), False)
         logger.info("%s run %s of user %s is under way (trigger %s): joining it", kind, run.id, user_id, run.trigger)
         joined = run_wait(run_id=run.id, timeout=max(0.0, deadline - time.monotonic()))
         if force and not joined.force and joined.status not in ACTIVE_STATUSES and time.monotonic() < deadline:

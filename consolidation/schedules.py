@@ -6,17 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTasks
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask, PeriodicTasks
 
 
 @dataclass(frozen=True)
 class Schedule:
     name: str
     task: str
-    minute: str
+    minute: str = "*"
     hour: str = "*"
     day_of_week: str = "*"
     expires_seconds: int = 3600  # a run missed by this much is skipped: the next one covers it
+    every_seconds: int | None = None  # an interval instead of the crontab fields (crontab stops at a minute)
 
 
 SCHEDULES: tuple[Schedule, ...] = (
@@ -28,10 +29,21 @@ SCHEDULES: tuple[Schedule, ...] = (
              expires_seconds=6 * 3600),
     Schedule(name="zeromem: requeue runs whose task was lost", task="consolidation.requeue_stale_runs",
              minute="*/5", expires_seconds=240),
+    Schedule(name="zeromem: recover runs whose worker died", task="consolidation.recover_dead_runs",
+             every_seconds=15, expires_seconds=15),
     Schedule(name="zeromem: flush read accesses", task="zeromem.flush_access", minute="*", expires_seconds=120),
     Schedule(name="zeromem: embed memories stored without a vector", task="zeromem.embed_missing",
              minute="*/15", expires_seconds=900),
 )
+
+
+def _when(schedule: Schedule) -> dict[str, CrontabSchedule | IntervalSchedule | None]:
+    """The PeriodicTask fields of its schedule: exactly one of crontab and interval is set."""
+    if schedule.every_seconds is None:
+        return {"crontab": _crontab(schedule), "interval": None}
+    interval, _ = IntervalSchedule.objects.get_or_create(every=schedule.every_seconds,
+                                                         period=IntervalSchedule.SECONDS)
+    return {"crontab": None, "interval": interval}
 
 
 def _crontab(schedule: Schedule) -> CrontabSchedule:
@@ -48,8 +60,8 @@ def periodic_tasks_upsert() -> list[tuple[str, bool]]:
         for schedule in SCHEDULES:
             _, created = PeriodicTask.objects.update_or_create(
                 name=schedule.name,
-                defaults={"task": schedule.task, "crontab": _crontab(schedule), "interval": None,
-                          "expire_seconds": schedule.expires_seconds, "enabled": True})
+                defaults={"task": schedule.task, **_when(schedule), "expire_seconds": schedule.expires_seconds,
+                          "enabled": True})
             results.append((schedule.name, created))
         # update_or_create bypasses the signal that bumps beat's change marker on bulk paths: bump it.
         PeriodicTasks.update_changed()

@@ -14,9 +14,9 @@ from consolidation.jobs.clustering import clustering_execute, clustering_run_now
 from consolidation.jobs.lifecycle import lifecycle_run_now
 from consolidation.jobs.reflection import reflection_execute, reflection_user_run_now
 from consolidation.models import RunStatus, RunTrigger
-from consolidation.runs import run_finish, run_release, run_start, worker_name
+from consolidation.runs import run_finish, run_heartbeat, run_release, run_start, worker_name
 from consolidation.selectors import reflection_eligible_scopes, users_with_eligible_memories
-from consolidation.triggers import clustering_fan_out, requeue_stale_runs
+from consolidation.triggers import clustering_fan_out, requeue_stale_runs, runs_recover_dead
 from consolidation.webhooks import DeliveryFailed, webhook_deliver
 from zeromem.core.adapters.llm import LLMUnavailable
 from zeromem.core.policies import policies_for
@@ -39,7 +39,8 @@ def clustering_run_task(*, run_id: str) -> str:
     run = run_start(run_id=uuid.UUID(run_id), worker=worker)
     if run is None:
         return "done or held by a live worker"  # a redelivered message finds its run finished
-    return clustering_execute(run=run, worker=worker, force=run.force).status
+    with run_heartbeat(run_id=run.id, worker=worker):
+        return clustering_execute(run=run, worker=worker, force=run.force).status
 
 
 @shared_task(name="consolidation.clustering_runs", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
@@ -73,7 +74,8 @@ def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
     if run is None:
         return "done or held by a live worker"
     try:
-        return reflection_execute(run=run, worker=worker, force=force or run.force).status
+        with run_heartbeat(run_id=run.id, worker=worker):
+            return reflection_execute(run=run, worker=worker, force=force or run.force).status
     except LLMUnavailable as exc:
         if self.request.retries >= self.max_retries:
             run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED,
@@ -148,10 +150,16 @@ def consolidation_pass_task(self: Task, *, tenant_id: int, user_id: str) -> str:
     return f"clustering {clustering.status}; {len(reflected)} reflection run(s)"
 
 
-# --- the sweep for runs whose task was lost ----------------------------------------------------------------------
+# --- the sweeps for runs whose task was lost or whose worker died ------------------------------------------------
 
 @shared_task(name="consolidation.requeue_stale_runs", soft_time_limit=120, time_limit=150, expires=240,
              **TASK_OPTIONS)
 def requeue_stale_runs_task() -> int:
     """Every 5 minutes: nothing a lost message held up stays stuck."""
     return requeue_stale_runs()
+
+
+@shared_task(name="consolidation.recover_dead_runs", soft_time_limit=30, time_limit=40, expires=15, **TASK_OPTIONS)
+def recover_dead_runs_task() -> int:
+    """Every 15 seconds: a run whose worker stopped heartbeating is released and requeued."""
+    return runs_recover_dead()

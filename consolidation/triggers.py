@@ -11,18 +11,25 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger, SessionEnd
-from consolidation.runs import RUN_TASKS, run_request, run_wait, same_job
+from consolidation.runs import (
+    LIFECYCLE_RUN,
+    RUN_TASKS,
+    run_release_dead,
+    run_request,
+    run_task_message,
+    run_wait,
+    runs_dead,
+    same_job,
+)
 from consolidation.selectors import ReflectionScope
 from zeromem.core.tasks import enqueue_on_commit, send_task
 
 # The names `consolidation.tasks` registers; queued messages and beat rows refer to them, so they never change.
 CLUSTERING_RUN = RUN_TASKS[RunKind.CLUSTERING]
 REFLECTION_RUN = RUN_TASKS[RunKind.REFLECTION]
-LIFECYCLE_RUN = "consolidation.lifecycle_run"
 CONSOLIDATION_PASS = "consolidation.consolidation_pass"
 CLUSTERING_RUNS = "consolidation.clustering_runs"  # several small users' runs in one task
 TASK_NAMES = (CLUSTERING_RUN, REFLECTION_RUN, LIFECYCLE_RUN, CONSOLIDATION_PASS, CLUSTERING_RUNS)
@@ -163,20 +170,20 @@ STALE_AFTER = timedelta(minutes=10)
 
 
 def requeue_stale_runs(*, now: datetime | None = None) -> int:
-    """Enqueue again the task of every run still pending STALE_AFTER after it was requested, or running with a
-    lease expired that long ago: its message was lost (a broker restarted without persistence) or its worker
-    died without a redelivery. Safe to repeat: a duplicate task finds the run claimed or finished and returns."""
+    """Enqueue again the task of every run still pending STALE_AFTER after it was requested: its message was lost
+    (a broker restarted without persistence). Safe to repeat: a duplicate task finds the run claimed or finished
+    and returns. (A run whose worker died is `runs_recover_dead`'s.)"""
     now = now or timezone.now()
-    stale = ConsolidationRun.objects.filter(
-        Q(status=RunStatus.PENDING, created_at__lt=now - STALE_AFTER)
-        | Q(status=RunStatus.RUNNING, lease_expires_at__lt=now - STALE_AFTER))
     count = 0
-    for run in stale:
-        if run.kind == RunKind.CLUSTERING:
-            send_task(CLUSTERING_RUN, run_id=str(run.id))
-        elif run.kind == RunKind.REFLECTION:
-            send_task(REFLECTION_RUN, run_id=str(run.id))
-        else:
-            send_task(LIFECYCLE_RUN, tenant_id=run.tenant_id)
+    for run in ConsolidationRun.objects.filter(status=RunStatus.PENDING, created_at__lt=now - STALE_AFTER):
+        name, arguments = run_task_message(run)
+        send_task(name, **arguments)
         count += 1
     return count
+
+
+def runs_recover_dead(*, now: datetime | None = None) -> int:
+    """Release and requeue every run whose worker stopped heartbeating (the frequent sweep; triggers do the same
+    for the run they meet). Returns how many were released."""
+    now = now or timezone.now()
+    return sum(run_release_dead(run, now=now) for run in runs_dead(now=now))

@@ -254,6 +254,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker went away keeps trying to reconnect for as long as it takes (Celery's default gives up after
+# 100 attempts, ~45 minutes, and the worker exits), and lets the tasks it runs finish meanwhile: a run's claim in
+# PostgreSQL, not its message, decides who works on it, so a run is neither cut short nor done twice (prove resilience,
+# broker restart rounds). Setting the latter explicitly keeps it so when Celery 6 changes its default.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 
 # --- clustering (ARCHITECTURE.md, "Jobs"; its calibration is the policy's) ------------------------------------
 # Merges (and knowledge-update decisions) written per transaction: one lease renewal, one lock, set-based inserts and
@@ -327,8 +333,21 @@ ZEROMEMORY_MAX_METADATA_KEYS = 256
 ZEROMEMORY_MAX_METADATA_STRING_CHARS = 4000
 
 # --- runs -------------------------------------------------------------------------------------------------------
-# A claimed run's lease, renewed in every write transaction; another worker may take an expired one over.
-ZEROMEMORY_RUN_LEASE_SECONDS = env_int("ZEROMEMORY_RUN_LEASE_SECONDS", 300, minimum=1, maximum=86_400)
+# Deployment knobs, not job policy: how a dead worker's run is noticed (released and requeued by the sweep every
+# 15 s or by any trigger, within STALE + 15 s).
+if "ZEROMEMORY_RUN_LEASE_SECONDS" in os.environ:
+    raise ImproperlyConfigured("ZEROMEMORY_RUN_LEASE_SECONDS is gone: a run's worker now proves it is alive with a "
+                               "heartbeat; set ZEROMEMORY_RUN_STALE_SECONDS (and ZEROMEMORY_RUN_HEARTBEAT_SECONDS)")
+# While a worker holds a run, a thread of its process stamps the run's heartbeat this often (each write too).
+ZEROMEMORY_RUN_HEARTBEAT_SECONDS = env_float("ZEROMEMORY_RUN_HEARTBEAT_SECONDS", 5.0, minimum=0.1, maximum=600.0)
+# A run whose heartbeat is older than this lost its worker; at least 3 heartbeats, so a database blip or a stalled
+# process never declares a live worker dead.
+ZEROMEMORY_RUN_STALE_SECONDS = env_float("ZEROMEMORY_RUN_STALE_SECONDS", 30.0, minimum=1.0, maximum=3600.0)
+if ZEROMEMORY_RUN_STALE_SECONDS < 3 * ZEROMEMORY_RUN_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"ZEROMEMORY_RUN_STALE_SECONDS ({ZEROMEMORY_RUN_STALE_SECONDS:g}) must be at least 3 heartbeats "
+        f"(ZEROMEMORY_RUN_HEARTBEAT_SECONDS = {ZEROMEMORY_RUN_HEARTBEAT_SECONDS:g}): one late beat must not declare "
+        "a live worker dead")
 # First retry delay of a reflection task whose LLM was unavailable (doubles on each retry, at most an hour).
 ZEROMEMORY_LLM_RETRY_SECONDS = env_int("ZEROMEMORY_LLM_RETRY_SECONDS", 30, minimum=0, maximum=3600)
 

@@ -37,6 +37,10 @@ def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
     ({"ZEROMEMORY_MAX_METADATA_BYTES": "16k"}, "ZEROMEMORY_MAX_METADATA_BYTES must be an integer"),
     ({"ZEROMEMORY_MAX_METADATA_BYTES": "1"}, "ZEROMEMORY_MAX_METADATA_BYTES must be between"),
     ({"ZEROMEMORY_LLM_TIMEOUT_SECONDS": "0"}, "between 0.1 and 600.0"),
+    ({"ZEROMEMORY_RUN_HEARTBEAT_SECONDS": "often"}, "ZEROMEMORY_RUN_HEARTBEAT_SECONDS must be a number"),
+    ({"ZEROMEMORY_RUN_STALE_SECONDS": "0"}, "ZEROMEMORY_RUN_STALE_SECONDS must be between"),
+    ({"ZEROMEMORY_RUN_HEARTBEAT_SECONDS": "10", "ZEROMEMORY_RUN_STALE_SECONDS": "20"}, "at least 3 heartbeats"),
+    ({"ZEROMEMORY_RUN_LEASE_SECONDS": "300"}, "ZEROMEMORY_RUN_LEASE_SECONDS is gone"),
 ])
 def test_a_bad_value_stops_start_up_with_a_clear_message(env, message):
     result = load_settings(**env)

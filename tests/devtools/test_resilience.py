@@ -1,6 +1,7 @@
 """`prove resilience --quick` inside the suite: a worker killed -9 mid-run (clustering and reflection), four
 triggers at once, six faults, a short load run and a short churn (20 clients adding, correcting, deleting and
-searching 3 users) against gunicorn, all on real processes."""
+searching 3 users) against gunicorn, then with two workers and beat: PostgreSQL and the broker restarted mid-run,
+and a worker killed -9 and left dead; all on real processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from zeromem.devtools.proof.resilience import Churn, prove_resilience
 @pytest.mark.django_db(transaction=True)
 def test_prove_resilience_quick(tmp_path):
     report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path,
-                              churn_plan=Churn(seconds=8, requests=100)).as_json()
+                              churn_plan=Churn(seconds=8, requests=100), restart_rounds=1,
+                              dead_worker_rounds=1).as_json()
     assert report["crash_rounds"] == 2
     assert report["lost"] == report["duplicated"] == report["unfinished_runs"] == 0, report["notes"]
     assert report["overlap_extra_runs"] == 0
@@ -21,3 +23,6 @@ def test_prove_resilience_quick(tmp_path):
     assert report["churn_requests"] >= 100 and report["churn_errors"] == report["churn_5xx"] == 0, report["notes"]
     assert report["churn_unreadable"] == report["churn_undeleted"] == report["churn_stats_drift"] == 0
     assert report["duplicate_keys"] == 0
+    assert report["pg_restart_rounds"] == report["broker_restart_rounds"] == 1
+    assert report["restart_late_runs"] == 0 and report["restart_finish_max_s"] <= 120
+    assert report["dead_worker_rounds"] == 1 and report["dead_worker_recovery_s"] <= 90

@@ -14,10 +14,15 @@
 5. Churn: many clients adding, correcting, deleting and searching the memories of the same few users at once
    (gunicorn); no error, no 5xx, every acknowledged write readable afterwards and every acknowledged delete
    gone, the BM25 counters equal to a recount, no caller key held by two memories.
+6. Service restarts, with two worker processes and beat on the deployment's own heartbeat and visibility timeout:
+   PostgreSQL, then the broker, restarted while a run works; every run finished within 2 minutes of the service
+   returning, the invariants above intact. Dead workers: a worker killed -9 mid-run stays dead, and the other
+   finishes its run (found by the heartbeat sweep, not by a redelivery).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -43,7 +48,15 @@ from zeromem.core import services
 from zeromem.devservices import free_port
 from zeromem.devtools.bench.reflection import entity_texts
 from zeromem.devtools.fake_llm import FakeLLM, Reply
-from zeromem.devtools.proof.processes import Managed, broker_restart, celery_worker, child_env, gunicorn
+from zeromem.devtools.proof.processes import (
+    Managed,
+    broker_restart,
+    celery_beat,
+    celery_worker,
+    child_env,
+    database_restart,
+    gunicorn,
+)
 from zeromem.models import Memory, MemorySource, Tenant
 
 Say = Callable[[str], None]
@@ -89,6 +102,13 @@ class Report:
     churn_requests_per_s: float = 0.0
     churn_p99_ms: float = 0.0
     duplicate_keys: int = 0  # memories beyond the first holding one caller key (LangGraph store marker) in a scope
+    # 6. service restarts and dead workers (their lost / duplicated / unfinished count in the totals above)
+    pg_restart_rounds: int = 0
+    broker_restart_rounds: int = 0
+    restart_late_runs: int = 0  # runs not finished within RESTART_FINISH_S of the service returning
+    restart_finish_max_s: float = 0.0
+    dead_worker_rounds: int = 0
+    dead_worker_recovery_s: float = 0.0  # the slowest round: from the kill until the other worker finished the run
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -123,7 +143,8 @@ def rig(logs: Path) -> Iterator[Rig]:
         tenant = services.tenant_get_or_create(name=f"prove-resilience-{uuid.uuid4().hex[:6]}")
         env = child_env(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_VISIBILITY_TIMEOUT="10",
                         ZEROMEMORY_BROKER_RESTORE_SECONDS="2",
-                        ZEROMEMORY_RUN_LEASE_SECONDS="4", ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
+                        ZEROMEMORY_RUN_HEARTBEAT_SECONDS="1", ZEROMEMORY_RUN_STALE_SECONDS="4",
+                        ZEROMEMORY_REFLECTION_MODEL="openai/fake-reflector",
                         ZEROMEMORY_LLM_API_BASE=llm.api_base, ZEROMEMORY_LLM_API_KEY="sk-proof",
                         ZEROMEMORY_LLM_CONCURRENCY="1", ZEROMEMORY_LLM_TIMEOUT_SECONDS="2",
                         ZEROMEMORY_LLM_ATTEMPTS="2", ZEROMEMORY_LLM_BACKOFF_SECONDS="0.1",
@@ -806,15 +827,155 @@ def duplicate_keys(tenant_id: int) -> int:
                            metadata -> %(marker)s -> 'key') keys""",
             {"tenant": tenant_id, "marker": KEY_MARKER})
         return int(cursor.fetchone()[0])
+# --- 5. service restarts and dead workers ----------------------------------------------------------------------
+
+RESTART_FINISH_S = 120.0  # a run finishes within this many seconds of the restarted service answering again
+
+
+@contextmanager
+def two_workers_and_beat(state: Rig) -> Iterator[list[Managed]]:
+    """The rig's worker stops; two workers and beat take over with the deployment's heartbeat, stale-after and
+    visibility timeout (this process's settings), so a dead worker's run comes back only through the heartbeat
+    sweep. The rig's worker starts again afterwards."""
+    import io
+
+    from django.core.management import call_command
+
+    call_command("setup_periodic_tasks", stdout=io.StringIO())
+    env = {**state.worker_env, "ZEROMEMORY_VISIBILITY_TIMEOUT": str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[
+        "visibility_timeout"]), "ZEROMEMORY_RUN_HEARTBEAT_SECONDS": str(settings.ZEROMEMORY_RUN_HEARTBEAT_SECONDS),
+           "ZEROMEMORY_RUN_STALE_SECONDS": str(settings.ZEROMEMORY_RUN_STALE_SECONDS),
+           # These rounds time a recovery: at idle CPU priority a worker on a machine busy with other work waits for
+           # every other process (a reflection run took 60-150 s at load 13, not seconds), timing the machine.
+           "ZEROMEMORY_WORKER_SCHED_IDLE": "false", "ZEROMEMORY_WORKER_NICE": "0"}
+    if state.worker is not None:
+        state.worker.stop()
+    workers = [celery_worker(env, state.logs / f"worker-{n}.log", node=f"proof{n}@%h").start() for n in (1, 2)]
+    beat = celery_beat(env, state.logs / "beat.log").start()
+    try:
+        yield workers
+    finally:
+        for process in [*workers, beat]:
+            process.stop()
+        state.start_worker()
+
+
+def _begin_run(state: Rig, kind: str, user: str) -> tuple[int, uuid.UUID]:
+    """A user with work for a run of `kind` (as the crash rounds make it), the run triggered; (ingested, run id)."""
+    if kind == "clustering":
+        ingested = ingest_clusterable(state.tenant, user, groups=60)
+        return ingested, clustering_trigger(tenant_id=state.tenant.id, user_id=user, trigger="beat")[0]
+    ingested = ingest_entity(state.tenant, user, n=46)
+    state.llm.script = [Reply(delay=0.7)] * 6
+    return ingested, reflection_trigger(scope=ReflectionScope(state.tenant.id, user, "dana", "global"),
+                                        trigger="beat")[0].id
+
+
+def _mid_run(state: Rig, kind: str, user: str, run_id: uuid.UUID) -> bool:
+    """Wait until the run works (clustering: its first chunk written); whether it does."""
+    running = _when_running(run_id, 60)
+    if kind == "clustering":
+        first_chunk_written(state.tenant, user)
+    else:
+        time.sleep(1.0)  # inside its first LLM call
+    return running and ConsolidationRun.objects.filter(id=run_id, status="running").exists()
+
+
+def _tally(report: Report, state: Rig, check: Check) -> None:
+    report.lost += check.lost
+    report.duplicated += check.duplicated
+    report.unfinished_runs += check.unfinished
+    if check.duplicated:
+        report.notes += duplicates(state.tenant, check.user)
+
+
+def restart_round(state: Rig, report: Report, service: str, restart: Callable[[], None], number: int,
+                  say: Say) -> None:
+    """A run works, `service` restarts under it; it must finish within RESTART_FINISH_S of the service's return.
+    The kinds alternate, PostgreSQL's rounds from clustering, the broker's from reflection (one round each: both)."""
+    kind = ("clustering", "reflection")[(number + (service == "broker")) % 2]
+    user = f"{service}-{kind}-{number}-{uuid.uuid4().hex[:6]}"
+    ingested, run_id = _begin_run(state, kind, user)
+    mid_run = _mid_run(state, kind, user, run_id)
+    restart()
+    connections.close_all()  # this process's connections died with the server
+    returned = timezone.now()
+    wait_settled(state.tenant, user, RESTART_FINISH_S + 60)
+    run = ConsolidationRun.objects.get(id=run_id)
+    # Unfinished: counted late (and below); finished while the service was still down: 0.
+    took = max(0.0, ((run.finished_at or timezone.now()) - returned).total_seconds())
+    check = check_user(state.tenant, user, ingested)
+    _tally(report, state, check)
+    report.restart_late_runs += took > RESTART_FINISH_S
+    report.restart_finish_max_s = max(report.restart_finish_max_s, round(took, 1))
+    if service == "postgresql":
+        report.pg_restart_rounds += 1
+    else:
+        report.broker_restart_rounds += 1
+    say(f"{service} restart round {number + 1} ({kind}{', mid-run' if mid_run else ''}): run {run.status} "
+        f"{took:.1f} s after the service returned; lost {check.lost}, duplicated {check.duplicated}, "
+        f"unfinished {check.unfinished}")
+
+
+def dead_worker_round(state: Rig, report: Report, workers: list[Managed], number: int, say: Say) -> None:
+    """Kill -9 the worker holding a run and leave it dead: the other one must finish the run."""
+    kind = ("clustering", "reflection")[number % 2]
+    user = f"dead-worker-{kind}-{number}-{uuid.uuid4().hex[:6]}"
+    ingested, run_id = _begin_run(state, kind, user)
+    _mid_run(state, kind, user, run_id)
+    holder = _holder(workers, ConsolidationRun.objects.get(id=run_id).worker)
+    killed = time.monotonic()
+    if holder is not None:
+        holder.kill9()
+    wait_settled(state.tenant, user, RESTART_FINISH_S)
+    recovery = round(time.monotonic() - killed, 1)
+    check = check_user(state.tenant, user, ingested)
+    _tally(report, state, check)
+    report.dead_worker_rounds += 1
+    report.dead_worker_recovery_s = max(report.dead_worker_recovery_s, recovery)
+    if holder is None:  # the round proved nothing: it fails
+        report.notes.append(f"dead-worker round {number + 1}: no worker held the run when it was to be killed")
+        report.unfinished_runs += 1
+    else:
+        holder.start()  # for the next round: two workers again
+    say(f"dead-worker round {number + 1} ({kind}): the other worker finished the run {recovery} s after the kill; "
+        f"lost {check.lost}, duplicated {check.duplicated}, unfinished {check.unfinished}")
+
+
+def _holder(workers: list[Managed], name: str) -> Managed | None:
+    """The worker whose process group holds the run (`name` is host:pid of a pool process)."""
+    try:
+        group = os.getpgid(int(name.rsplit(":", 1)[1]))
+    except (IndexError, ValueError, ProcessLookupError):
+        return None
+    return next((worker for worker in workers if worker.pid == group), None)
+
+
+def service_rounds(state: Rig, report: Report, *, rounds: int, dead_worker_rounds: int, say: Say) -> None:
+    """PostgreSQL restart rounds, broker restart rounds, dead-worker rounds (two workers and beat throughout)."""
+    if os.environ.get("ZEROMEM_EMBEDDED") != "1":
+        report.notes.append("service restarts skipped: only the embedded PostgreSQL and broker can be restarted")
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        pgdata = Path(cursor.fetchone()[0])
+    with two_workers_and_beat(state) as workers:
+        for number in range(rounds):
+            restart_round(state, report, "postgresql", lambda: database_restart(pgdata), number, say)
+        for number in range(rounds):
+            restart_round(state, report, "broker", lambda: broker_restart(settings.REDIS_URL), number, say)
+        for number in range(dead_worker_rounds):
+            dead_worker_round(state, report, workers, number, say)
 
 
 # --- all of it -------------------------------------------------------------------------------------------------
 
 def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, logs: Path,
                      say: Say = lambda line: None, overlap_only: int = 0, churn_plan: Churn = Churn(),
-                     churn_only: bool = False) -> Report:
+                     churn_only: bool = False, restart_rounds: int = 5, dead_worker_rounds: int = 2) -> Report:
     """Everything; or, with `overlap_only` N, only the overlapping triggers, N times (its repeatability check);
-    or, with `churn_only`, only the churn."""
+    or, with `churn_only`, only the churn. `restart_rounds`: rounds of each service's restart;
+    `dead_worker_rounds`: workers killed and left dead."""
     report = Report()
     logs.mkdir(parents=True, exist_ok=True)
     with override_settings(ZEROMEMORY_EMBEDDING_MODEL="builtin:hash", ZEROMEMORY_RATE_LIMIT_REQUESTS=0,
@@ -829,4 +990,6 @@ def prove_resilience(*, rounds: int, load_requests: int, load_seconds: float, lo
             fault_cases(state, report, say)
             load(state, report, requests=load_requests, seconds=load_seconds, clients=4, say=say)
         churn(state, report, churn_plan, say)
+        if not churn_only:
+            service_rounds(state, report, rounds=restart_rounds, dead_worker_rounds=dead_worker_rounds, say=say)
     return report

@@ -3,8 +3,10 @@ shell): the web server (runserver, static files through WhiteNoise as in product
 
 manage.py has already started (or found running) PostgreSQL and Valkey under var/ and migrated, which upserts the
 beat schedules; it stops the services on exit when it was the one that started them. Each process runs in its own
-process group with its pid in var/run/dev-<name>.pid and its output in var/log/dev/<name>.log; this command's own
-pid is var/run/dev.pid, which `make dev-stop` signals. The API key is created once, its secret kept in
+process group with its pid in var/run/dev-<name>.pid and its output appended to var/log/dev/<name>.log (a line marks
+each start, so the log of a crash survives the next `make dev`); this command's own pid is var/run/dev.pid, which
+`make dev-stop` signals. A worker or beat that exits is restarted after a backoff (said here and in its log); the
+stack stops only when the web server exits. The API key is created once, its secret kept in
 var/run/dev-api-key (mode 0600) and printed only that first time.
 """
 
@@ -17,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +31,14 @@ from django_celery_beat.models import PeriodicTask
 
 from zeromem.core import selectors, services
 from zeromem.devservices import free_port
-from zeromem.devtools.proof.processes import Managed, stop_all
+from zeromem.devtools.proof.processes import Managed, Supervisor, stop_all
 
 RUN_DIR = settings.BASE_DIR / "var" / "run"
 LOG_DIR = settings.BASE_DIR / "var" / "log" / "dev"
 PID_FILE = RUN_DIR / "dev.pid"
 KEY_FILE = RUN_DIR / "dev-api-key"
 TENANT = "dev"
+RESTARTABLE = {"worker", "beat"}  # the web server's exit stops the stack: runserver exits on a broken edit
 
 
 def commands(port: int) -> dict[str, list[str]]:
@@ -45,8 +49,19 @@ def commands(port: int) -> dict[str, list[str]]:
             "beat": [sys.executable, "-m", "celery", "-A", "zeromem", "beat", "--loglevel", "INFO"]}
 
 
+def log_mark(log: Path, line: str) -> None:
+    """A dated line in a process's log, between its runs' output."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as handle:
+        handle.write(f"--- {datetime.now(UTC).isoformat(timespec='seconds')} {line} ---\n")
+
+
 def pid_file(name: str) -> Path:
     return RUN_DIR / f"dev-{name}.pid"
+
+
+def pid_file_write(name: str, process: Managed) -> None:
+    pid_file(name).write_text(str(process.pid))
 
 
 def read_pid(path: Path) -> int | None:
@@ -148,20 +163,24 @@ class Command(BaseCommand):
     def _run(self, stack: dict[str, Managed], port: int) -> None:
         env = dict(os.environ)  # manage.py exported this checkout's DATABASE_URL and REDIS_URL
         Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is missing
-        for old in LOG_DIR.glob("*.log"):
-            old.unlink()  # this run's output only
         for name, command in commands(port).items():
+            log_mark(LOG_DIR / f"{name}.log", "make dev starts it")
             stack[name] = Managed(command, env, LOG_DIR / f"{name}.log", stdout_to_log=True).start()
-            pid_file(name).write_text(str(stack[name].pid))
+            pid_file_write(name, stack[name])
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while not web_answers(base) and stack["web"].running() and time.monotonic() < deadline:
             time.sleep(0.3)
         self._greet(base)
-        while all(process.running() for process in stack.values()):
+        supervisor = Supervisor(processes=stack, restartable=RESTARTABLE, say=self._restart_said,
+                                restarted=pid_file_write)
+        while not (dead := supervisor.tick()):
             time.sleep(1)
-        dead = [name for name, process in stack.items() if not process.running()]
         raise CommandError(f"{', '.join(dead)} exited: see {', '.join(str(LOG_DIR / f'{n}.log') for n in dead)}")
+
+    def _restart_said(self, name: str, line: str) -> None:
+        self.stderr.write(line)
+        log_mark(LOG_DIR / f"{name}.log", line)
 
     def _greet(self, base: str) -> None:
         secret, prefix, created = api_key()

@@ -73,7 +73,8 @@ class Command(BaseCommand):
                                   load_requests=300 if quick else 6000, load_seconds=60 if quick else 600,
                                   logs=settings.BASE_DIR / "var" / "prove-resilience", say=self.stderr.write,
                                   overlap_only=options["overlap_only"], churn_only=options["churn_only"],
-                                  churn_plan=Churn(seconds=8, requests=100) if quick else Churn())
+                                  churn_plan=Churn(seconds=8, requests=100) if quick else Churn(),
+                                  restart_rounds=1 if quick else 5, dead_worker_rounds=1 if quick else 2)
         result = report.as_json()
         rows = [("crash rounds (killed mid-run)", f"{result['crash_rounds']} ({result['killed_mid_run']})", "≥ 40"),
                 ("lost", result["lost"], "0"), ("duplicated", result["duplicated"], "0"),
@@ -95,7 +96,13 @@ class Command(BaseCommand):
                 ("churn retries (invisible to clients)", result["churn_retries"], ""),
                 ("churn counters off a recount", result["churn_stats_drift"], "0"),
                 ("churn counter rows a term", result["churn_counter_rows_per_term"], "~1"),
-                ("duplicate keys", result["duplicate_keys"], "0")]
+                ("duplicate keys", result["duplicate_keys"], "0"),
+                ("PostgreSQL / broker restart rounds",
+                 f"{result['pg_restart_rounds']} / {result['broker_restart_rounds']}", "≥ 5 / ≥ 5"),
+                ("runs late after a restart (slowest s)",
+                 f"{result['restart_late_runs']} ({result['restart_finish_max_s']})", "0 (≤ 120)"),
+                ("dead-worker rounds, recovery s",
+                 f"{result['dead_worker_rounds']}, {result['dead_worker_recovery_s']}", "≤ 90")]
         self._table(rows, result, options, widths=(42, 16))
 
     def _security(self, options: dict[str, Any]) -> None:
