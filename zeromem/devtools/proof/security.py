@@ -87,8 +87,11 @@ EXPECTED_OTHER: dict[str, dict[str, int]] = {
 ADMIN_ANONYMOUS = 302  # anonymous and non-staff users are sent to the login page
 ADMIN_SITE_VIEWS = {"": 200, "password_change/": 200, "password_change/done/": 200, "jsi18n/": 200,
                     "dashboard/": 200, "review/": 200}
+# Operator pages that read a tenant and a user from the query string: opened for the owner's user.
+ADMIN_USER_PAGES = {"operator/user/": "operator/user/?tenant={tenant}&user=owner-user"}
 # Operator actions that only accept POST: a GET by staff answers 405, by anyone else the login redirect.
-ADMIN_POST_ONLY = {"review/<int:entry_id>/<str:decision>/": "review/1/approve/"}
+ADMIN_POST_ONLY = {"review/<int:entry_id>/<str:decision>/": "review/1/approve/", "review/bulk/": "review/bulk/",
+                   "operator/user/<str:job>/": "operator/user/clustering/"}
 ADMIN_SKIPPED = {"login/", "logout/", "autocomplete/", "r/<path:content_type_id>/<path:object_id>/"}
 
 
@@ -279,6 +282,9 @@ def admin_pages(world: World) -> Iterator[tuple[str, str]]:
             continue
         if rest in ADMIN_POST_ONLY:
             yield "post_only", "/admin/" + ADMIN_POST_ONLY[rest]
+            continue
+        if rest in ADMIN_USER_PAGES:
+            yield "site", "/admin/" + ADMIN_USER_PAGES[rest].format(tenant=world.owner_tenant_id)
             continue
         if rest.startswith("^(?P<app_label>"):  # one index page per app
             yield from (("site", f"/admin/{label}/") for label in
