@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import runpy
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,15 @@ def test_the_example_graph_reads_and_writes_memories_through_the_store(live_serv
     assert last_recall.startswith("recalled:   ['My favourite editor is Helix, with the default keymap.'"), out
     stored = Memory.objects.filter(user_id="demo-user", entity_id="assistant", tags__contains=["langgraph"])
     assert stored.count() == 3
+
+
+def test_concurrent_puts_of_one_key_leave_one_item_that_get_and_search_agree_on(client: Zeromem) -> None:
+    store = ZeromemStore(client)
+    values = [{"text": f"Alice's current project is number {n}.", "n": n} for n in range(16)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda value: ZeromemStore(client).put(ALICE, "project", value), values))
+    assert Memory.objects.filter(metadata__langgraph__key="project").count() == 1
+    item = store.get(ALICE, "project")
+    assert item is not None and item.value in values
+    assert [(hit.key, hit.value) for hit in store.search(ALICE)] == [("project", item.value)]
+    assert [(hit.key, hit.value) for hit in store.search(ALICE, query="current project")] == [("project", item.value)]
