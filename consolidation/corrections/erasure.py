@@ -204,24 +204,33 @@ def memory_correct(*, tenant_id: int, memory_id: uuid.UUID, content: str, actor:
     vector = embed_texts([content])[0]
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(tenant_id=tenant_id, id=memory_id)
-        derived = derived_closure(tenant_id, {memory.id})
-        result = _unwind(tenant_id, derived | {memory.id}, actor, "corrected")
-        memories_delete(tenant_id=tenant_id, memory_ids=sorted(derived, key=str), actor=actor,
-                        reason="built from a corrected memory")
-        if memory.state == MemoryState.CONSOLIDATED:  # what it was folded into is gone: active again, folded anew later
-            memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="unmerge", actor=actor,
-                              reason="corrected; what was built from it was removed")
-            memory.refresh_from_db()
         old_hash = memory.content_hash
-        memory.reflected_at = None
-        search_stats_remove(memory_ids=[memory.id])
-        memory.content, memory.content_hash, memory.embedding = content, content_hash(content), vector
-        memory.entities, memory.kind = extract_entities(content), classify_kind(content)
-        memory.save()
-        search_stats_add(memory_ids=[memory.id])
+        result = content_rewrite(tenant_id=tenant_id, memory=memory, content=content, vector=vector, actor=actor)
         ledger_write(tenant_id=tenant_id, action="correct", actor=actor, user_id=memory.user_id,
                      memory_ids=[memory.id], inputs={"content_hash": old_hash},
                      outputs={"content_hash": memory.content_hash}, reason="content corrected")
         event_emit(event="memory.updated", tenant_id=tenant_id, data={"memory_id": str(memory.id)})
-        result.derived_deleted, result.ids = len(derived), [str(memory.id)]
+    return result
+
+
+def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: list[float] | None,
+                    actor: str) -> Erasure:
+    """Rewrite a row-locked memory's content inside the caller's transaction: what was built from the old text
+    unwound and deleted, a consolidated memory active again, BM25 counters moved to the new text, entities and
+    kind extracted anew. The caller writes the ledger row and the event."""
+    derived = derived_closure(tenant_id, {memory.id})
+    result = _unwind(tenant_id, derived | {memory.id}, actor, "corrected")
+    memories_delete(tenant_id=tenant_id, memory_ids=sorted(derived, key=str), actor=actor,
+                    reason="built from a corrected memory")
+    if memory.state == MemoryState.CONSOLIDATED:  # what it was folded into is gone: active again, folded anew later
+        memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="unmerge", actor=actor,
+                          reason="corrected; what was built from it was removed")
+        memory.refresh_from_db()
+    memory.reflected_at = None
+    search_stats_remove(memory_ids=[memory.id])
+    memory.content, memory.content_hash, memory.embedding = content, content_hash(content), vector
+    memory.entities, memory.kind = extract_entities(content), classify_kind(content)
+    memory.save()
+    search_stats_add(memory_ids=[memory.id])
+    result.derived_deleted, result.ids = len(derived), [str(memory.id)]
     return result
