@@ -87,7 +87,10 @@ class Erasure:
 def memories_erase(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], actor: str, reason: str) -> Erasure:
     """Erase memories and every trace of their text (module docstring), all in one transaction."""
     with transaction.atomic():
-        erased = set(Memory.objects.filter(tenant_id=tenant_id, id__in=list(memory_ids)).values_list("id", flat=True))
+        # The rows first, in id order, as a correction or a keyed put locks its row before the search counters:
+        # locking them in the same order, an erasure and a rewrite of one memory cannot deadlock.
+        erased = set(Memory.objects.select_for_update().filter(tenant_id=tenant_id, id__in=list(memory_ids))
+                     .order_by("id").values_list("id", flat=True))
         derived = derived_closure(tenant_id, erased)
         result = _unwind(tenant_id, erased | derived, actor, reason)
         result.deleted = memories_delete(tenant_id=tenant_id, memory_ids=sorted(erased | derived, key=str),

@@ -9,7 +9,6 @@ already holds writes nothing. Concurrent puts of one key meet on the unique inde
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +34,7 @@ class KeyContended(Exception):
 
 @dataclass(frozen=True)
 class KeyedPut:
-    memory_id: uuid.UUID
+    memory: Memory  # as the put left it (a concurrent delete may erase it right after the put commits)
     outcome: str  # "created", "replaced" or "unchanged"
 
 
@@ -53,11 +52,11 @@ def memory_put_by_key(*, tenant_id: int, key: str, item: MemoryInput, actor: str
         with transaction.atomic():
             created = memory_keyed_insert(tenant_id=tenant_id, key=key, item=item, vector=vector)
             if created is not None:
-                return KeyedPut(memory_id=created, outcome="created")
+                return KeyedPut(memory=Memory.objects.get(id=created), outcome="created")
             holder = memory_by_key(tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
                                    namespace=item.namespace, key=key, lock=True)
             if holder is not None:
-                return KeyedPut(memory_id=holder.id, outcome=_replace(holder, item, vector, actor))
+                return KeyedPut(memory=holder, outcome=_replace(holder, item, vector, actor))
     raise KeyContended(f"the memory of key {key!r} was deleted under every one of {ATTEMPTS} puts")
 
 

@@ -164,3 +164,17 @@ def test_concurrent_puts_of_one_key_leave_one_item_that_get_and_search_agree_on(
     assert item is not None and item.value in values
     assert [(hit.key, hit.value) for hit in store.search(ALICE)] == [("project", item.value)]
     assert [(hit.key, hit.value) for hit in store.search(ALICE, query="current project")] == [("project", item.value)]
+
+
+def test_concurrent_puts_and_deletes_of_one_key_raise_nothing_and_leave_at_most_one_item(client: Zeromem) -> None:
+    def put_or_delete(n: int) -> None:
+        store = ZeromemStore(client)
+        for _ in range(5):
+            if n % 2:
+                store.delete(ALICE, "project")
+            else:
+                store.put(ALICE, "project", {"text": f"Alice's current project is number {n}."})
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(put_or_delete, range(16)))
+    assert Memory.objects.filter(metadata__langgraph__key="project").count() <= 1

@@ -162,8 +162,7 @@ def memory_put_by_key_view(request: HttpRequest, payload: KeyedMemoryIn) -> Stat
         put = memory_put_by_key(tenant_id=scope.tenant_id, key=key, item=item, actor=actor(request))
     except KeyContended as exc:
         raise Conflict(str(exc)) from exc
-    return Status(201 if put.outcome == "created" else 200,
-                  {"outcome": put.outcome, "memory": Memory.objects.get(id=put.memory_id)})
+    return Status(201 if put.outcome == "created" else 200, {"outcome": put.outcome, "memory": put.memory})
 
 
 @router.get("/memories/by-key", response={200: MemoryOut, **errors(400, 404)}, summary="Read the memory of a key")
