@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import runpy
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
