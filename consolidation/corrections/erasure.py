@@ -24,7 +24,7 @@ from django.db import transaction
 from consolidation.ledger import ledger_write, memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind
 from profiles.models import MemoryProfile
-from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.contention import retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.events import event_emit
@@ -216,8 +216,7 @@ def memory_correct(*, tenant_id: int, memory_id: uuid.UUID, content: str, actor:
     return result
 
 
-def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: list[float] | None,
-                    actor: str) -> Erasure:
+def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: Vector | None, actor: str) -> Erasure:
     """Rewrite a row-locked memory's content inside the caller's transaction: what was built from the old text
     unwound and deleted, a consolidated memory active again, BM25 counters moved to the new text, entities and
     kind extracted anew. The caller writes the ledger row and the event."""
@@ -231,8 +230,9 @@ def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: lis
         memory.refresh_from_db()
     memory.reflected_at = None
     search_stats_remove(memory_ids=[memory.id])
-    memory.content, memory.content_hash, memory.embedding = content, content_hash(content), vector
+    memory.content, memory.content_hash = content, content_hash(content)
     memory.entities, memory.kind = extract_entities(content), classify_kind(content)
+    memory.embedding = vector  # type: ignore[assignment]  # pgvector types the field object, not the row's value
     memory.save()
     search_stats_add(memory_ids=[memory.id])
     result.derived_deleted, result.ids = len(derived), [str(memory.id)]

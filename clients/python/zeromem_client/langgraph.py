@@ -275,17 +275,18 @@ class ZeromemStore(BaseStore):
         """One keyed put (or delete) on the server: atomic there, whatever else writes the key meanwhile."""
         namespace = tuple(op.namespace)
         scope = Scope.of(namespace)
-        where = {"user_id": scope.user_id or "", "entity_id": scope.entity_id, "namespace": scope.namespace or "global"}
+        key, user_id, entity_id = zeromem_key(namespace, op.key), scope.user_id or "", scope.entity_id
         if op.value is None:
-            self.client.delete_by_key(zeromem_key(namespace, op.key), **where)
+            self.client.delete_by_key(key, user_id=user_id, entity_id=entity_id, namespace=scope.namespace or "global")
             return
         value = dict(op.value)
         text, field = content_of(value)
         # The content field is not kept twice: reading puts the memory's content back in it.
         kept = {k: v for k, v in value.items() if k != field}
         meta = {"namespace": list(namespace), "key": op.key, "value": kept, "content_field": field}
-        self.client.put(zeromem_key(namespace, op.key), text, **where, session_id=session_of(namespace, op.key),
-                        metadata={META: meta}, importance=self.importance, tags=[TAG])
+        self.client.put(key, text, user_id=user_id, entity_id=entity_id, namespace=scope.namespace or "global",
+                        session_id=session_of(namespace, op.key), metadata={META: meta}, importance=self.importance,
+                        tags=[TAG])
 
 
 def _until_wildcard(path: Iterable[str]) -> Iterator[str]:
