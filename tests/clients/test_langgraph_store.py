@@ -8,10 +8,13 @@ import asyncio
 import runpy
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from zeromem_client import Zeromem
@@ -178,3 +181,19 @@ def test_concurrent_puts_and_deletes_of_one_key_raise_nothing_and_leave_at_most_
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(put_or_delete, range(16)))
     assert Memory.objects.filter(metadata__langgraph__key="project").count() <= 1
+
+
+def test_items_written_before_keyed_writes_are_keyed_by_the_migration(client: Zeromem) -> None:
+    store = ZeromemStore(client)
+    store.put(ALICE, "job", {"content": "Alice works at Northwind."})
+    store.put(ALICE_WORK, "stack", {"text": "Alice runs PostgreSQL."})
+    Memory.objects.update(key=None)  # as the store wrote them before
+    stale = Memory.objects.get(metadata__langgraph__key="job")
+    stale.pk, stale.created_at = None, stale.created_at - timedelta(days=1)
+    stale.content, stale.content_hash = "Alice worked at Contoso.", services.content_hash("Alice worked at Contoso.")
+    stale.save()  # an older copy of the same item, as concurrent puts left them
+    with connection.cursor() as cursor:
+        cursor.execute(import_module("zeromem.migrations.0008_langgraph_items_keyed").KEY_LANGGRAPH_ITEMS)
+    assert store.get(ALICE, "job").value == {"content": "Alice works at Northwind."}
+    assert store.get(ALICE_WORK, "stack").value == {"text": "Alice runs PostgreSQL."}
+    assert sorted(item.key for item in store.search(ALICE)) == ["job", "stack"]  # the older copy is left out
