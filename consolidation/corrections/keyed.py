@@ -41,13 +41,13 @@ class KeyedPut:
 def memory_put_by_key(*, tenant_id: int, key: str, item: MemoryInput, actor: str) -> KeyedPut:
     """Store `item` under `key` in its scope, replacing what the key holds (module docstring).
 
-    1. embed the text outside any transaction;
+    1. embed the text and work out the other fields outside any transaction;
     2. in one transaction, insert the keyed row unless the key holds one (a concurrent insert of the key is waited
        for on the unique index);
     3. else lock the holder and replace it, or write nothing when it already says the same;
     4. when the holder was deleted between 2 and 3, start again (at most ATTEMPTS times).
     """
-    vector = embed_texts([item.content])[0]
+    vector, fields = embed_texts([item.content])[0], _put_fields(tenant_id, item)
     for _ in range(ATTEMPTS):
         with transaction.atomic():
             created = memory_keyed_insert(tenant_id=tenant_id, key=key, item=item, vector=vector)
@@ -56,19 +56,32 @@ def memory_put_by_key(*, tenant_id: int, key: str, item: MemoryInput, actor: str
             holder = memory_by_key(tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
                                    namespace=item.namespace, key=key, lock=True)
             if holder is not None:
-                return KeyedPut(memory=holder, outcome=_replace(holder, item, vector, actor))
+                return KeyedPut(memory=holder, outcome=_replace(holder, item.content, fields, vector, actor))
     raise KeyContended(f"the memory of key {key!r} was deleted under every one of {ATTEMPTS} puts")
 
 
-def _replace(memory: Memory, item: MemoryInput, vector: Vector | None, actor: str) -> str:
-    """Overwrite a locked memory with `item`; "unchanged" when it already holds exactly that."""
-    changed = _changed_fields(memory, item)
-    if not changed and memory.content == item.content:
+def _put_fields(tenant_id: int, item: MemoryInput) -> dict[str, Any]:
+    """The fields other than the text a put sets. Kind and entities, when the put leaves them out, are what the
+    built-in rules read in its text; importance left out is the default, as on a first put. created_at is the first
+    put's and stays."""
+    return {
+        "session_id": item.session_id, "memory_type": item.memory_type, "role": item.role,
+        "kind": item.kind or classify_kind(item.content),
+        "entities": list(item.entities) if item.entities is not None else extract_entities(item.content),
+        "tags": list(item.tags), "window": window_of(item, window_tag_prefix(tenant_id)),
+        "importance": DEFAULT_IMPORTANCE if item.importance is None else item.importance,
+        "metadata": item.metadata,
+    }
+
+
+def _replace(memory: Memory, content: str, fields: dict[str, Any], vector: Vector | None, actor: str) -> str:
+    """Overwrite a locked memory; "unchanged" when it already holds exactly that."""
+    if memory.content == content and not _differing(memory, fields):
         return "unchanged"
     old_hash = memory.content_hash
-    if memory.content != item.content:
-        content_rewrite(tenant_id=memory.tenant_id, memory=memory, content=item.content, vector=vector, actor=actor)
-        changed = _changed_fields(memory, item)  # the rewrite extracted entities and kind from the new text
+    if memory.content != content:
+        content_rewrite(tenant_id=memory.tenant_id, memory=memory, content=content, vector=vector, actor=actor)
+    changed = _differing(memory, fields)
     for name, value in changed.items():
         setattr(memory, name, value)
     memory.save()
@@ -80,19 +93,8 @@ def _replace(memory: Memory, item: MemoryInput, vector: Vector | None, actor: st
     return "replaced"
 
 
-def _changed_fields(memory: Memory, item: MemoryInput) -> dict[str, Any]:
-    """The fields other than the text a put sets, where they differ from the memory's; kind and entities, when the
-    put leaves them out, are what the built-in rules read in the put's text; importance left out is the default, as
-    on a first put. created_at stays the first put's."""
-    wanted = {
-        "session_id": item.session_id, "memory_type": item.memory_type, "role": item.role,
-        "kind": item.kind or classify_kind(item.content),
-        "entities": list(item.entities) if item.entities is not None else extract_entities(item.content),
-        "tags": list(item.tags), "window": window_of(item, window_tag_prefix(memory.tenant_id)),
-        "importance": DEFAULT_IMPORTANCE if item.importance is None else item.importance,
-        "metadata": item.metadata,
-    }
-    return {name: value for name, value in wanted.items() if getattr(memory, name) != value}
+def _differing(memory: Memory, fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if getattr(memory, name) != value}
 
 
 def memory_delete_by_key(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, key: str,
