@@ -87,8 +87,8 @@ class Erasure:
 def memories_erase(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], actor: str, reason: str) -> Erasure:
     """Erase memories and every trace of their text (module docstring), all in one transaction."""
     with transaction.atomic():
-        # The rows first, in id order, as a correction or a keyed put locks its row before the search counters:
-        # locking them in the same order, an erasure and a rewrite of one memory cannot deadlock.
+        # The rows first, in id order, as a correction or a keyed put locks its row before anything else: an
+        # erasure and a rewrite of the same memory wait for each other instead of deadlocking on what comes next.
         erased = set(Memory.objects.select_for_update().filter(tenant_id=tenant_id, id__in=list(memory_ids))
                      .order_by("id").values_list("id", flat=True))
         derived = derived_closure(tenant_id, erased)

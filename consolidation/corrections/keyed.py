@@ -17,19 +17,12 @@ from django.db import transaction
 from consolidation.corrections.erasure import Erasure, content_rewrite, memories_erase
 from consolidation.ledger import ledger_write
 from zeromem.core.adapters.embeddings import Vector, embed_texts
+from zeromem.core.contention import StaleRead, retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.events import event_emit
 from zeromem.core.selectors import memory_by_key
 from zeromem.core.services import DEFAULT_IMPORTANCE, MemoryInput, memory_keyed_insert, window_of, window_tag_prefix
 from zeromem.models import Memory
-
-# A put finds the key's holder gone between its insert and its lock only when a delete of the same key commits in
-# between; one more try then inserts. Past this many, the key is being put and deleted in a loop: 409, try again.
-ATTEMPTS = 5
-
-
-class KeyContended(Exception):
-    """The key's memory kept vanishing under concurrent deletes; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +31,7 @@ class KeyedPut:
     outcome: str  # "created", "replaced" or "unchanged"
 
 
+@retry_on_contention
 def memory_put_by_key(*, tenant_id: int, key: str, item: MemoryInput, actor: str) -> KeyedPut:
     """Store `item` under `key` in its scope, replacing what the key holds (module docstring).
 
@@ -45,19 +39,18 @@ def memory_put_by_key(*, tenant_id: int, key: str, item: MemoryInput, actor: str
     2. in one transaction, insert the keyed row unless the key holds one (a concurrent insert of the key is waited
        for on the unique index);
     3. else lock the holder and replace it, or write nothing when it already says the same;
-    4. when the holder was deleted between 2 and 3, start again (at most ATTEMPTS times).
+    4. when the holder was erased between 2 and 3, the put runs again (`retry_on_contention`: then it inserts).
     """
     vector, fields = embed_texts([item.content])[0], _put_fields(tenant_id, item)
-    for _ in range(ATTEMPTS):
-        with transaction.atomic():
-            created = memory_keyed_insert(tenant_id=tenant_id, key=key, item=item, vector=vector)
-            if created is not None:
-                return KeyedPut(memory=Memory.objects.get(id=created), outcome="created")
-            holder = memory_by_key(tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
-                                   namespace=item.namespace, key=key, lock=True)
-            if holder is not None:
-                return KeyedPut(memory=holder, outcome=_replace(holder, item.content, fields, vector, actor))
-    raise KeyContended(f"the memory of key {key!r} was deleted under every one of {ATTEMPTS} puts")
+    with transaction.atomic():
+        created = memory_keyed_insert(tenant_id=tenant_id, key=key, item=item, vector=vector)
+        if created is not None:
+            return KeyedPut(memory=Memory.objects.get(id=created), outcome="created")
+        holder = memory_by_key(tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
+                               namespace=item.namespace, key=key, lock=True)
+        if holder is None:
+            raise StaleRead(f"the memory of key {key!r} was erased under the put")
+        return KeyedPut(memory=holder, outcome=_replace(holder, item.content, fields, vector, actor))
 
 
 def _put_fields(tenant_id: int, item: MemoryInput) -> dict[str, Any]:

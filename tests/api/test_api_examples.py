@@ -139,7 +139,8 @@ def operations() -> set[tuple[str, str]]:
 
 def documented_operation(example: Example) -> tuple[str, str] | None:
     path = example.path.split("?")[0]
-    for method, template in operations():
+    # Literal paths first: /memories/by-key is not /memories/{memory_id}.
+    for method, template in sorted(operations(), key=lambda operation: "{" in operation[1]):
         pattern = PLACEHOLDER.sub("[^/]+", re.escape(template).replace(r"\{", "{").replace(r"\}", "}"))
         if method == example.method and re.fullmatch(pattern, path):
             return method, template

@@ -193,7 +193,7 @@ def test_items_written_before_keyed_writes_are_keyed_by_the_migration(client: Ze
     stale.content, stale.content_hash = "Alice worked at Contoso.", services.content_hash("Alice worked at Contoso.")
     stale.save()  # an older copy of the same item, as concurrent puts left them
     with connection.cursor() as cursor:
-        cursor.execute(import_module("zeromem.migrations.0008_langgraph_items_keyed").KEY_LANGGRAPH_ITEMS)
+        cursor.execute(import_module("zeromem.migrations.0009_langgraph_items_keyed").KEY_LANGGRAPH_ITEMS)
     assert store.get(ALICE, "job").value == {"content": "Alice works at Northwind."}
     assert store.get(ALICE_WORK, "stack").value == {"text": "Alice runs PostgreSQL."}
     assert sorted(item.key for item in store.search(ALICE)) == ["job", "stack"]  # the older copy is left out

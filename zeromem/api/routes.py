@@ -18,7 +18,7 @@ from ninja.security import HttpBearer
 
 from consolidation.corrections.erasure import memories_erase, memory_correct, scope_erase
 from consolidation.corrections.feedback import memory_feedback
-from consolidation.corrections.keyed import KeyContended, memory_delete_by_key, memory_put_by_key
+from consolidation.corrections.keyed import memory_delete_by_key, memory_put_by_key
 from consolidation.jobs.reflection import reflection_answer
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger
 from consolidation.selectors import (
@@ -144,7 +144,7 @@ def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, 
 
 
 # Registered before /memories/{memory_id}, so "by-key" is never read as a memory id.
-@router.put("/memories/by-key", response={200: KeyedOut, 201: KeyedOut, **errors(*BODY, 409)},
+@router.put("/memories/by-key", response={200: KeyedOut, 201: KeyedOut, **errors(*BODY, 503)},
             summary="Store or replace the memory of a key")
 def memory_put_by_key_view(request: HttpRequest, payload: KeyedMemoryIn) -> Status[dict[str, Any]]:
     """One memory per (user, entity, namespace, key), enforced by the database: 201 `created` when the key held
@@ -152,16 +152,14 @@ def memory_put_by_key_view(request: HttpRequest, payload: KeyedMemoryIn) -> Stat
     re-embedded and what consolidation built from the old text is unwound, as PATCH does; every other field is set
     from the body, omitted ones to their defaults), or 200 `unchanged` when it already held exactly this (nothing
     written). Concurrent puts of one key are applied one after the other: the key ends with one memory, the last
-    put's. Safe to retry. `created_at` applies to the key's first put only. 409 only when deletes of the same key
-    kept removing its memory under the put (try again)."""
+    put's. Safe to retry. `created_at` applies to the key's first put only. A put that loses to a concurrent write
+    (a delete of the same key between its insert and its lock) is run again by the server; 503 `busy` (Retry-After)
+    only when every attempt lost."""
     scope = key_scope(request)
     fields = payload.model_dump()
     key = fields.pop("key")
     item = services.MemoryInput(**{**fields, "user_id": scope.named_user(payload.user_id)})
-    try:
-        put = memory_put_by_key(tenant_id=scope.tenant_id, key=key, item=item, actor=actor(request))
-    except KeyContended as exc:
-        raise Conflict(str(exc)) from exc
+    put = memory_put_by_key(tenant_id=scope.tenant_id, key=key, item=item, actor=actor(request))
     return Status(201 if put.outcome == "created" else 200, {"outcome": put.outcome, "memory": put.memory})
 
 
@@ -177,7 +175,8 @@ def memory_read_by_key(request: HttpRequest, address: Query[MemoryKeyQuery]) -> 
     return memory
 
 
-@router.delete("/memories/by-key", response={200: ErasureOut, **errors(400)}, summary="Erase the memory of a key")
+@router.delete("/memories/by-key", response={200: ErasureOut, **errors(400, 503)},
+               summary="Erase the memory of a key")
 def memory_erase_by_key(request: HttpRequest, address: Query[MemoryKeyQuery]) -> dict[str, Any]:
     """Erases the key's memory as DELETE /memories/{id} does. Idempotent: a key that holds nothing (never put, or
     already erased) answers 200 with `deleted: 0`."""

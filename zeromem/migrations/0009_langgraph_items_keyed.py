@@ -23,7 +23,7 @@ UPDATE zeromem_memory m SET key = newest.key
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("zeromem", "0007_memory_key"),
+        ("zeromem", "0008_memory_key"),
     ]
 
     operations = [migrations.RunSQL(KEY_LANGGRAPH_ITEMS, reverse_sql=migrations.RunSQL.noop)]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('zeromem', '0006_relation_unique_by_tenant'),
+        ('zeromem', '0007_search_stats_as_deltas'),
     ]
 
     operations = [
