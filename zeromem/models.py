@@ -79,6 +79,9 @@ class Memory(models.Model):
     entity_id = models.CharField(max_length=200, null=True, blank=True)
     namespace = models.CharField(max_length=100, default="global")
     session_id = models.CharField(max_length=200, null=True, blank=True)
+    # The caller's name for the memory (PUT /memories/by-key): one memory per user, entity, namespace and key;
+    # null for memories written without one.
+    key = models.CharField(max_length=500, null=True, blank=True)
     memory_type = models.CharField(max_length=10, choices=MemoryType.choices, default=MemoryType.EPISODIC)
     state = models.CharField(max_length=12, choices=MemoryState.choices, default=MemoryState.RAW)
     # Why a memory was archived (decay, supersede, retract, retention): restore refuses retracted ones.
@@ -128,11 +131,19 @@ class Memory(models.Model):
             models.Index(name="memory_list", fields=["tenant", "user_id", "created_at", "id"]),
         ]
         constraints = [
-            # Content-hash dedupe per user and session: a retried write stores nothing twice.
+            # Content-hash dedupe per user and session: a retried write stores nothing twice. A keyed memory is
+            # exempt: its key makes the write idempotent, and two keys may hold the same text.
             models.UniqueConstraint(
                 name="memory_dedupe_per_session",
                 fields=["tenant", "user_id", "session_id", "content_hash"],
-                condition=~Q(memory_type="semantic"),
+                condition=~Q(memory_type="semantic") & Q(key__isnull=True),
+                nulls_distinct=False,
+            ),
+            # One memory per key in a scope: concurrent keyed writes meet on this index (INSERT ... ON CONFLICT).
+            models.UniqueConstraint(
+                name="memory_key_once",
+                fields=["tenant", "user_id", "entity_id", "namespace", "key"],
+                condition=Q(key__isnull=False),
                 nulls_distinct=False,
             ),
             models.CheckConstraint(name="memory_importance_range",

@@ -24,7 +24,7 @@ from django.db import transaction
 from consolidation.ledger import ledger_write, memory_transition
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind
 from profiles.models import MemoryProfile
-from zeromem.core.adapters.embeddings import embed_texts
+from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.contention import retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.events import event_emit
@@ -87,7 +87,10 @@ class Erasure:
 def memories_erase(*, tenant_id: int, memory_ids: Sequence[uuid.UUID], actor: str, reason: str) -> Erasure:
     """Erase memories and every trace of their text (module docstring), all in one transaction."""
     with transaction.atomic():
-        erased = set(Memory.objects.filter(tenant_id=tenant_id, id__in=list(memory_ids)).values_list("id", flat=True))
+        # The rows first, in id order, as a correction or a keyed put locks its row before anything else: an
+        # erasure and a rewrite of the same memory wait for each other instead of deadlocking on what comes next.
+        erased = set(Memory.objects.select_for_update().filter(tenant_id=tenant_id, id__in=list(memory_ids))
+                     .order_by("id").values_list("id", flat=True))
         derived = derived_closure(tenant_id, erased)
         result = _unwind(tenant_id, erased | derived, actor, reason)
         result.deleted = memories_delete(tenant_id=tenant_id, memory_ids=sorted(erased | derived, key=str),
@@ -204,24 +207,33 @@ def memory_correct(*, tenant_id: int, memory_id: uuid.UUID, content: str, actor:
     vector = embed_texts([content])[0]
     with transaction.atomic():
         memory = Memory.objects.select_for_update().get(tenant_id=tenant_id, id=memory_id)
-        derived = derived_closure(tenant_id, {memory.id})
-        result = _unwind(tenant_id, derived | {memory.id}, actor, "corrected")
-        memories_delete(tenant_id=tenant_id, memory_ids=sorted(derived, key=str), actor=actor,
-                        reason="built from a corrected memory")
-        if memory.state == MemoryState.CONSOLIDATED:  # what it was folded into is gone: active again, folded anew later
-            memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="unmerge", actor=actor,
-                              reason="corrected; what was built from it was removed")
-            memory.refresh_from_db()
         old_hash = memory.content_hash
-        memory.reflected_at = None
-        search_stats_remove(memory_ids=[memory.id])
-        memory.content, memory.content_hash, memory.embedding = content, content_hash(content), vector
-        memory.entities, memory.kind = extract_entities(content), classify_kind(content)
-        memory.save()
-        search_stats_add(memory_ids=[memory.id])
+        result = content_rewrite(tenant_id=tenant_id, memory=memory, content=content, vector=vector, actor=actor)
         ledger_write(tenant_id=tenant_id, action="correct", actor=actor, user_id=memory.user_id,
                      memory_ids=[memory.id], inputs={"content_hash": old_hash},
                      outputs={"content_hash": memory.content_hash}, reason="content corrected")
         event_emit(event="memory.updated", tenant_id=tenant_id, data={"memory_id": str(memory.id)})
-        result.derived_deleted, result.ids = len(derived), [str(memory.id)]
+    return result
+
+
+def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: Vector | None, actor: str) -> Erasure:
+    """Rewrite a row-locked memory's content inside the caller's transaction: what was built from the old text
+    unwound and deleted, a consolidated memory active again, BM25 counters moved to the new text, entities and
+    kind extracted anew. The caller writes the ledger row and the event."""
+    derived = derived_closure(tenant_id, {memory.id})
+    result = _unwind(tenant_id, derived | {memory.id}, actor, "corrected")
+    memories_delete(tenant_id=tenant_id, memory_ids=sorted(derived, key=str), actor=actor,
+                    reason="built from a corrected memory")
+    if memory.state == MemoryState.CONSOLIDATED:  # what it was folded into is gone: active again, folded anew later
+        memory_transition(tenant_id=tenant_id, memory_ids=[memory.id], operation="unmerge", actor=actor,
+                          reason="corrected; what was built from it was removed")
+        memory.refresh_from_db()
+    memory.reflected_at = None
+    search_stats_remove(memory_ids=[memory.id])
+    memory.content, memory.content_hash = content, content_hash(content)
+    memory.entities, memory.kind = extract_entities(content), classify_kind(content)
+    memory.embedding = vector  # type: ignore[assignment]  # pgvector types the field object, not the row's value
+    memory.save()
+    search_stats_add(memory_ids=[memory.id])
+    result.derived_deleted, result.ids = len(derived), [str(memory.id)]
     return result

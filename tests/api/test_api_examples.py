@@ -22,7 +22,7 @@ from zeromem.api.routes import api as ninja_api
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "API.md"
 BLOCK = re.compile(r"^```http\n(.*?)^```$", re.DOTALL | re.MULTILINE)
-REQUEST_LINE = re.compile(r"(GET|POST|PATCH|DELETE) (/\S*)")
+REQUEST_LINE = re.compile(r"(GET|POST|PUT|PATCH|DELETE) (/\S*)")
 STATUS_LINE = re.compile(r"HTTP/1\.1 (\d{3})\b.*")
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 ANY = "\x00any"  # a bare … : any value
@@ -139,7 +139,8 @@ def operations() -> set[tuple[str, str]]:
 
 def documented_operation(example: Example) -> tuple[str, str] | None:
     path = example.path.split("?")[0]
-    for method, template in operations():
+    # Literal paths first: /memories/by-key is not /memories/{memory_id}.
+    for method, template in sorted(operations(), key=lambda operation: "{" in operation[1]):
         pattern = PLACEHOLDER.sub("[^/]+", re.escape(template).replace(r"\{", "{").replace(r"\}", "}"))
         if method == example.method and re.fullmatch(pattern, path):
             return method, template

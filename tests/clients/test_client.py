@@ -139,6 +139,20 @@ def test_delete_erases_the_memory(client):
         client.get(memory_id)
 
 
+def test_put_stores_then_replaces_the_memory_of_a_key_and_delete_by_key_is_idempotent(client):
+    created = client.put("editor", "Uses Helix.", user_id="u1", namespace="agent", metadata={"v": 1})
+    assert created.outcome == "created" and created.memory.key == "editor"
+    replaced = client.put("editor", "Uses Zed.", user_id="u1", namespace="agent", metadata={"v": 2})
+    assert replaced.outcome == "replaced" and replaced.memory.id == created.memory.id
+    assert client.put("editor", "Uses Zed.", user_id="u1", namespace="agent", metadata={"v": 2}).outcome == "unchanged"
+    found = client.get_by_key("editor", user_id="u1", namespace="agent")
+    assert found is not None and (found.content, found.metadata) == ("Uses Zed.", {"v": 2})
+    assert client.get_by_key("editor", user_id="u1") is None  # another namespace
+    assert client.delete_by_key("editor", user_id="u1", namespace="agent").deleted == 1
+    assert client.delete_by_key("editor", user_id="u1", namespace="agent").deleted == 0
+    assert client.get_by_key("editor", user_id="u1", namespace="agent") is None
+
+
 def test_forget_erases_a_user_or_an_entity(client):
     client.add(["about alice", "more about alice"], user_id="u1", entity_id="alice")
     client.add("about me", user_id="u2")
@@ -455,6 +469,10 @@ def test_the_async_client_has_the_same_calls(live_server, secret, eager):
             assert (await client.delete(memory_id)).deleted == 1
             with pytest.raises(NotFoundError):
                 await client.get(memory_id)
+            assert (await client.put("editor", "Uses Helix.", user_id="u1", entity_id="bob")).outcome == "created"
+            assert (await client.get_by_key("editor", user_id="u1", entity_id="bob")).content == "Uses Helix."
+            assert (await client.delete_by_key("editor", user_id="u1", entity_id="bob")).deleted == 1
+            assert await client.get_by_key("editor", user_id="u1", entity_id="bob") is None
             await client.add("about bob", user_id="u1", entity_id="bob")
             assert (await client.forget(user_id="u1")).deleted >= 1
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import runpy
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 from zeromem_client import Zeromem
@@ -151,3 +155,45 @@ def test_the_example_graph_reads_and_writes_memories_through_the_store(live_serv
     assert last_recall.startswith("recalled:   ['My favourite editor is Helix, with the default keymap.'"), out
     stored = Memory.objects.filter(user_id="demo-user", entity_id="assistant", tags__contains=["langgraph"])
     assert stored.count() == 3
+
+
+def test_concurrent_puts_of_one_key_leave_one_item_that_get_and_search_agree_on(client: Zeromem) -> None:
+    store = ZeromemStore(client)
+    values = [{"text": f"Alice's current project is number {n}.", "n": n} for n in range(16)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda value: ZeromemStore(client).put(ALICE, "project", value), values))
+    assert Memory.objects.filter(metadata__langgraph__key="project").count() == 1
+    item = store.get(ALICE, "project")
+    assert item is not None and item.value in values
+    assert [(hit.key, hit.value) for hit in store.search(ALICE)] == [("project", item.value)]
+    assert [(hit.key, hit.value) for hit in store.search(ALICE, query="current project")] == [("project", item.value)]
+
+
+def test_concurrent_puts_and_deletes_of_one_key_raise_nothing_and_leave_at_most_one_item(client: Zeromem) -> None:
+    def put_or_delete(n: int) -> None:
+        store = ZeromemStore(client)
+        for _ in range(5):
+            if n % 2:
+                store.delete(ALICE, "project")
+            else:
+                store.put(ALICE, "project", {"text": f"Alice's current project is number {n}."})
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(put_or_delete, range(16)))
+    assert Memory.objects.filter(metadata__langgraph__key="project").count() <= 1
+
+
+def test_items_written_before_keyed_writes_are_keyed_by_the_migration(client: Zeromem) -> None:
+    store = ZeromemStore(client)
+    store.put(ALICE, "job", {"content": "Alice works at Northwind."})
+    store.put(ALICE_WORK, "stack", {"text": "Alice runs PostgreSQL."})
+    Memory.objects.update(key=None)  # as the store wrote them before
+    stale = Memory.objects.get(metadata__langgraph__key="job")
+    stale.pk, stale.created_at = None, stale.created_at - timedelta(days=1)
+    stale.content, stale.content_hash = "Alice worked at Contoso.", services.content_hash("Alice worked at Contoso.")
+    stale.save()  # an older copy of the same item, as concurrent puts left them
+    with connection.cursor() as cursor:
+        cursor.execute(import_module("zeromem.migrations.0009_langgraph_items_keyed").KEY_LANGGRAPH_ITEMS)
+    assert store.get(ALICE, "job").value == {"content": "Alice works at Northwind."}
+    assert store.get(ALICE_WORK, "stack").value == {"text": "Alice runs PostgreSQL."}
+    assert sorted(item.key for item in store.search(ALICE)) == ["job", "stack"]  # the older copy is left out

@@ -1,7 +1,7 @@
 """`prove resilience --quick` inside the suite: a worker killed -9 mid-run (clustering and reflection), four
-triggers at once, six faults, a short load run and a short churn (20 clients adding, correcting, deleting and
-searching 3 users) against gunicorn, then with two workers and beat: PostgreSQL and the broker restarted mid-run,
-and a worker killed -9 and left dead; all on real processes."""
+triggers at once, six faults, a short load run and a short churn (20 clients adding, correcting, deleting,
+searching, and putting and deleting by key, on 3 users) against gunicorn, then with two workers and beat:
+PostgreSQL and the broker restarted mid-run, and a worker killed -9 and left dead; all on real processes."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from ninja.security import HttpBearer
 
 from consolidation.corrections.erasure import memories_erase, memory_correct, scope_erase
 from consolidation.corrections.feedback import memory_feedback
+from consolidation.corrections.keyed import memory_delete_by_key, memory_put_by_key
 from consolidation.jobs.reflection import reflection_answer
 from consolidation.models import ACTIVE_STATUSES, ConsolidationRun, RunKind, RunStatus, RunTrigger
 from consolidation.selectors import (
@@ -40,9 +41,12 @@ from zeromem.api.schemas import (
     FeedbackOut,
     ForgetIn,
     HistoryOut,
+    KeyedMemoryIn,
+    KeyedOut,
     ListQuery,
     MemoriesIn,
     MemoryDetailOut,
+    MemoryKeyQuery,
     MemoryOut,
     PageOut,
     ProfileOut,
@@ -144,6 +148,49 @@ def memories_list(request: HttpRequest, filters: Query[ListQuery]) -> dict[str, 
                          created_after=filters.created_after, created_before=filters.created_before)
     page, next_cursor = selectors.memories_page(scope=scope, cursor=filters.cursor, limit=filters.limit)
     return {"memories": page, "next_cursor": next_cursor}
+
+
+# Registered before /memories/{memory_id}, so "by-key" is never read as a memory id.
+@router.put("/memories/by-key", response={200: KeyedOut, 201: KeyedOut, **errors(*BODY, 503)},
+            summary="Store or replace the memory of a key")
+def memory_put_by_key_view(request: HttpRequest, payload: KeyedMemoryIn) -> Status[dict[str, Any]]:
+    """One memory per (user, entity, namespace, key), enforced by the database: 201 `created` when the key held
+    nothing; else 200 `replaced`, the key's memory overwritten in place (same id and created_at; new content is
+    re-embedded and what consolidation built from the old text is unwound, as PATCH does; every other field is set
+    from the body, omitted ones to their defaults), or 200 `unchanged` when it already held exactly this (nothing
+    written). Concurrent puts of one key are applied one after the other: the key ends with one memory, the last
+    put's. Safe to retry. `created_at` applies to the key's first put only. A put that loses to a concurrent write
+    (a delete of the same key between its insert and its lock) is run again by the server; 503 `busy` (Retry-After)
+    only when every attempt lost."""
+    scope = key_scope(request)
+    fields = payload.model_dump()
+    key = fields.pop("key")
+    item = services.MemoryInput(**{**fields, "user_id": scope.named_user(payload.user_id)})
+    put = memory_put_by_key(tenant_id=scope.tenant_id, key=key, item=item, actor=actor(request))
+    return Status(201 if put.outcome == "created" else 200, {"outcome": put.outcome, "memory": put.memory})
+
+
+@router.get("/memories/by-key", response={200: MemoryOut, **errors(400, 404)}, summary="Read the memory of a key")
+def memory_read_by_key(request: HttpRequest, address: Query[MemoryKeyQuery]) -> Memory:
+    """The memory a key names in its scope; 404 when the key holds none."""
+    scope = key_scope(request)
+    memory = selectors.memory_by_key(tenant_id=scope.tenant_id, user_id=scope.named_user(address.user_id),
+                                     entity_id=address.entity_id, namespace=address.namespace, key=address.key)
+    if memory is None:
+        raise NotFound("no memory under this key")
+    access_record([memory.id])
+    return memory
+
+
+@router.delete("/memories/by-key", response={200: ErasureOut, **errors(400, 503)},
+               summary="Erase the memory of a key")
+def memory_erase_by_key(request: HttpRequest, address: Query[MemoryKeyQuery]) -> dict[str, Any]:
+    """Erases the key's memory as DELETE /memories/{id} does. Idempotent: a key that holds nothing (never put, or
+    already erased) answers 200 with `deleted: 0`."""
+    scope = key_scope(request)
+    return memory_delete_by_key(tenant_id=scope.tenant_id, user_id=scope.named_user(address.user_id),
+                                entity_id=address.entity_id, namespace=address.namespace, key=address.key,
+                                actor=actor(request)).as_json()
 
 
 @router.get("/memories/{memory_id}", response={200: MemoryDetailOut, **errors(404)}, summary="Read one memory")

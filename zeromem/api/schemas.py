@@ -175,6 +175,7 @@ class MemoryOut(Schema):
     state: str = Field(description="raw (active), consolidated (folded into a semantic memory) or archived.")
     kind: str = Field(description="observation, decision, question, preference, outcome, fact or meta.")
     role: str = Field(description="Who said it, as sent.")
+    key: str | None = Field(description="The key it was written under (PUT /memories/by-key); null otherwise.")
     content: str = Field(description="The text.")
     entities: list[str] = Field(description="Names mentioned, as sent or extracted.")
     tags: list[str] = Field(description="Labels; consolidation adds its own (e.g. insight, digest, condensed).")
@@ -204,6 +205,29 @@ class MemoryOut(Schema):
     @staticmethod
     def resolve_valid_from(obj: Memory) -> datetime:
         return obj.valid_from or obj.created_at
+
+
+def memory_key(description: str) -> Any:
+    return Field(..., min_length=1, max_length=500, description=description)
+
+
+class KeyedMemoryIn(MemoryIn):
+    key: str = memory_key("Your name for the memory (1–500 characters): one memory per user, entity, namespace and "
+                          "key. A put replaces what the key holds.")
+
+
+class MemoryKeyQuery(Strict):
+    user_id: str = name("The user the key belongs to.")
+    entity_id: str | None = optional_name("The entity of the key's scope; omit for the user's own memories.")
+    namespace: str = Field("global", min_length=1, max_length=100, description="The namespace of the key's scope.")
+    key: str = memory_key("The key.")
+
+
+class KeyedOut(Schema):
+    outcome: Literal["created", "replaced", "unchanged"] = Field(
+        description="created: the key held nothing; replaced: the key's memory was overwritten in place (same id); "
+                    "unchanged: it already held exactly this, nothing was written.")
+    memory: MemoryOut = Field(description="The key's memory as stored now.")
 
 
 class SourceOut(Schema):

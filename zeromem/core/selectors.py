@@ -417,6 +417,14 @@ def memory_get(*, tenant_id: int, memory_id: uuid.UUID, user_id: str | None = No
     return (memories if user_id is None else memories.filter(user_id=user_id)).first()
 
 
+def memory_by_key(*, tenant_id: int, user_id: str, entity_id: str | None, namespace: str, key: str,
+                  lock: bool = False) -> Memory | None:
+    """The memory a key names in its scope, if any; `lock`: row-locked for the caller's transaction."""
+    memories = Memory.objects.select_for_update() if lock else Memory.objects.all()
+    return memories.filter(tenant_id=tenant_id, user_id=user_id, entity_id=entity_id, namespace=namespace,
+                           key=key).first()
+
+
 def memory_sources(*, memory: Memory) -> list[MemorySource]:
     return list(memory.source_links.select_related("source").order_by("created_at"))
 

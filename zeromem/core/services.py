@@ -76,7 +76,8 @@ def _existing_ids(*, tenant_id: int, keys: set[tuple[str, str | None, str]]) -> 
                                                                                      uuid.UUID]:
     users = {u for u, _, _ in keys}
     hashes = {h for _, _, h in keys}
-    rows = (Memory.objects.filter(tenant_id=tenant_id, user_id__in=users, content_hash__in=hashes)
+    # Keyed memories are left out: their text is the key's until the next keyed write replaces it.
+    rows = (Memory.objects.filter(tenant_id=tenant_id, user_id__in=users, content_hash__in=hashes, key__isnull=True)
             .exclude(memory_type=MemoryType.SEMANTIC).values_list("user_id", "session_id", "content_hash", "id"))
     return {(u, s, h): i for u, s, h, i in rows if (u, s, h) in keys}
 
@@ -101,11 +102,11 @@ def window_of(item: MemoryInput, prefix: str) -> str | None:
 
 
 def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | None, now: datetime,
-                  window_prefix: str = "") -> Memory:
+                  window_prefix: str = "", key: str | None = None) -> Memory:
     importance = DEFAULT_IMPORTANCE if item.importance is None else item.importance
     return Memory(
         id=uuid.uuid4(), tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
-        namespace=item.namespace, session_id=item.session_id, memory_type=item.memory_type,
+        namespace=item.namespace, session_id=item.session_id, key=key, memory_type=item.memory_type,
         kind=item.kind or classify_kind(item.content), role=item.role, content=item.content,
         content_hash=content_hash(item.content), embedding=vector,
         entities=list(item.entities) if item.entities is not None else extract_entities(item.content),
@@ -211,6 +212,21 @@ def _store(*, tenant_id: int, rows: list[Memory], keys: list[tuple[str, str | No
     return IngestResult(ids=[stored[k] for k in keys], created=len(inserted),
                         deduplicated=len(keys) - len(inserted),
                         embedded=sum(1 for r in inserted if r.embedding is not None))
+
+
+def memory_keyed_insert(*, tenant_id: int, key: str, item: MemoryInput, vector: Vector | None,
+                        now: datetime | None = None) -> uuid.UUID | None:
+    """Store a keyed memory unless its key already holds one (then None), inside the caller's transaction.
+
+    ON CONFLICT DO NOTHING on the key's unique index: a concurrent insert of the same key makes this one wait until
+    it commits (then nothing is inserted) or rolls back (then this one is)."""
+    row = _build_memory(tenant_id=tenant_id, item=item, vector=vector, now=now or timezone.now(),
+                        window_prefix=window_tag_prefix(tenant_id), key=key)
+    Memory.objects.bulk_create([row], ignore_conflicts=True)
+    if not Memory.objects.filter(id=row.id).exists():
+        return None
+    search_stats_add(memory_ids=[row.id])
+    return row.id
 
 
 def _dedupe_key_of(memory: Memory) -> tuple[str, str | None, str]:

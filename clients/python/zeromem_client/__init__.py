@@ -23,6 +23,7 @@ from zeromem_client.models import (  # noqa: E402
     ContextProfile,
     Erasure,
     Feedback,
+    KeyedResult,
     Memory,
     MemoryHistory,
     Profile,
@@ -38,7 +39,7 @@ from zeromem_client.models import (  # noqa: E402
 
 __all__ = [
     "APIConnectionError", "APITimeoutError", "AddResult", "AsyncZeromem", "AuthenticationError", "ConflictError",
-    "Context", "ContextMemory", "ContextProfile", "Erasure", "Feedback", "Memory", "MemoryHistory", "NotFoundError",
-    "Profile", "ProfileItem", "RateLimitError", "ReflectResult", "Run", "RunProgress", "SearchResult", "ServerError",
-    "SessionEnd", "Source", "Usage", "ValidationError", "Zeromem", "ZeromemError", "__version__",
+    "Context", "ContextMemory", "ContextProfile", "Erasure", "Feedback", "KeyedResult", "Memory", "MemoryHistory",
+    "NotFoundError", "Profile", "ProfileItem", "RateLimitError", "ReflectResult", "Run", "RunProgress", "SearchResult",
+    "ServerError", "SessionEnd", "Source", "Usage", "ValidationError", "Zeromem", "ZeromemError", "__version__",
 ]

@@ -32,6 +32,7 @@ from zeromem_client.models import (
     Context,
     Erasure,
     Feedback,
+    KeyedResult,
     Memory,
     MemoryHistory,
     Page,
@@ -234,6 +235,22 @@ def get(memory_id: Id) -> Call[Memory]:
 def memories_page(*, cursor: str | None, page_size: int, **filters: Any) -> Call[Page[Memory]]:
     return Call("GET", "/memories", page_of(Memory, "memories"),
                 params={**filters, "cursor": cursor, "limit": page_size})
+
+
+def put(key: str, content: str, **fields: Any) -> Call[KeyedResult]:
+    """Idempotent by its key: a resent put finds the key holding what it sent and writes nothing."""
+    return Call("PUT", "/memories/by-key", model(KeyedResult), body=compact({"key": key, "content": content,
+                                                                              **fields}))
+
+
+def get_by_key(key: str, **scope: Any) -> Call[Memory | None]:
+    parse = model(Memory)
+    return Call("GET", "/memories/by-key", lambda body: None if body is None else parse(body),
+                params={**scope, "key": key}, absent_ok=True)
+
+
+def delete_by_key(key: str, **scope: Any) -> Call[Erasure]:
+    return Call("DELETE", "/memories/by-key", model(Erasure), params={**scope, "key": key})
 
 
 def update(memory_id: Id, content: str) -> Call[Memory]:

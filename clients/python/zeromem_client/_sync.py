@@ -18,6 +18,7 @@ from zeromem_client.models import (
     Context,
     Erasure,
     Feedback,
+    KeyedResult,
     Memory,
     MemoryHistory,
     Page,
@@ -99,6 +100,28 @@ class Zeromem:
         return self._pages(lambda cursor: ops.memories_page(
             cursor=cursor, page_size=page_size, user_id=user_id, entity_id=entity_id, namespace=namespace,
             memory_type=memory_type, state=state))
+
+    def put(self, key: str, content: str, *, user_id: str, entity_id: str | None = None,
+              namespace: str = "global", session_id: str | None = None, role: str | None = None,
+              metadata: dict[str, Any] | None = None, importance: float | None = None,
+              tags: builtins.list[str] | None = None, kind: str | None = None,
+              entities: builtins.list[str] | None = None, created_at: When | None = None) -> KeyedResult:
+        """Store `content` as the memory of `key` in its scope (user, entity, namespace), replacing what the key
+        holds in place: one memory per key, even under concurrent puts. Every field is set as given (omitted ones
+        to their defaults); `created_at` counts for the key's first put only. Retried safely."""
+        return self._send(ops.put(key, content, user_id=user_id, entity_id=entity_id, namespace=namespace,
+                                      session_id=session_id, role=role, metadata=metadata, importance=importance,
+                                      tags=tags, kind=kind, entities=entities, created_at=created_at))
+
+    def get_by_key(self, key: str, *, user_id: str, entity_id: str | None = None,
+                     namespace: str = "global") -> Memory | None:
+        """The memory of `key` in its scope, or None when the key holds none."""
+        return self._send(ops.get_by_key(key, user_id=user_id, entity_id=entity_id, namespace=namespace))
+
+    def delete_by_key(self, key: str, *, user_id: str, entity_id: str | None = None,
+                        namespace: str = "global") -> Erasure:
+        """Erase the memory of `key` (as `delete`); a key holding none answers `deleted == 0`, not an error."""
+        return self._send(ops.delete_by_key(key, user_id=user_id, entity_id=entity_id, namespace=namespace))
 
     def update(self, memory_id: Id, content: str) -> Memory:
         return self._send(ops.update(memory_id, content))

@@ -12,23 +12,23 @@ consolidation, profiles) through the store API it already uses (`store.put/get/s
 The full tuple and the key are kept in the memory's metadata too, so `(u, e)` and `(u, e, "global")` stay two
 namespaces even though they share a zeromem scope.
 
-**Items.** `put(ns, key, value)` stores one memory: its content is `value["content"]` (or `value["text"]`) when that
-is a string, else the value as JSON (keys sorted); the rest of the value, the key and the namespace go to
-`metadata["langgraph"]`, and the memory is tagged `langgraph`. Each item gets its own session id (derived from
-namespace and key), because zeromem stores the same text in the same user+session once: two keys holding the
-same text stay two memories. `get` answers the value as stored, except that the content field follows the memory's
-content (a correction made through the API shows). `created_at` survives an overwrite; `updated_at` is when the
-memory was last written. Putting a key again erases the old memory and stores a new one (zeromem has no update of
-metadata); `put(..., None)` / `delete` erases it, with what was built from it.
+**Items.** `put(ns, key, value)` stores one memory with zeromem's keyed put (`PUT /memories/by-key`): the server
+keeps one memory per key in a scope, so concurrent puts of one key (parallel branches, `Send` fan-outs) leave one
+item, the last put's. The zeromem key is `"<depth>/<key>"` (the namespace's number of labels, then the LangGraph
+key: `(u, e)` and `(u, e, "global")` share a zeromem scope), at most 500 characters. The memory's content is
+`value["content"]` (or `value["text"]`) when that is a string, else the value as JSON (keys sorted); the rest of the
+value, the key and the namespace go to `metadata["langgraph"]`, and the memory is tagged `langgraph`. Each item is a
+session of its own (its id derived from namespace and key), so the jobs never read two items as one conversation.
+`get` answers the value as stored, except that the content field follows the memory's content (a correction made
+through the API shows). Putting a key again replaces its memory in place (`created_at` stays, `updated_at` moves;
+a put of the same value writes nothing); `put(..., None)` / `delete` erases it, with what was built from it, and
+is a no-op for a key that holds nothing.
 
-**Costs.** zeromem has no lookup by metadata, so a key is found by listing its scope (`GET /memories`, 500 per
-request) and comparing the metadata: one request per 500 memories of the (user, entity, namespace) scope. The store
-remembers key -> id for what it has written or found, so a warm key costs one `GET /memories/{id}` (and a stale entry
-falls back to the scan). A put is that lookup, a `DELETE` when the key held something, and one `POST /memories`.
-`search` with a query is one `POST /search` of the prefix's scope (the 100 best hits, in every state and superseded
-ones included; semantic memories built by consolidation and memories written outside the store are left out);
-without a query it lists the scope newest first. `list_namespaces` lists every memory of the scope its prefix names
-(the whole tenant without a prefix): keep the user first and pass it.
+**Costs.** `get` is one `GET /memories/by-key`; a put one `PUT`, a delete one `DELETE`. `search` with a query is one
+`POST /search` of the prefix's scope (the 100 best hits, in every state and superseded ones included; semantic
+memories built by consolidation and memories written outside the store are left out); without a query it lists the
+scope newest first (`GET /memories`, 500 per request). `list_namespaces` lists every memory of the scope its prefix
+names (the whole tenant without a prefix): keep the user first and pass it.
 
 **Differences from `InMemoryStore`.** Search with a query answers only what zeromem's search finds (memories
 sharing a word with the query or close in meaning), best first, with zeromem's score; order without a query is
@@ -45,7 +45,6 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import (
@@ -63,7 +62,6 @@ from langgraph.store.base import (
 )
 
 from zeromem_client import Zeromem
-from zeromem_client.errors import NotFoundError
 from zeromem_client.models import Memory
 
 META = "langgraph"
@@ -100,8 +98,13 @@ class Scope:
         return {"user_id": self.user_id, "entity_id": self.entity_id, "namespace": self.namespace}
 
 
+def zeromem_key(namespace: Namespace, key: str) -> str:
+    """The item's key in its zeromem scope: the depth tells `(u, e)` from `(u, e, "global")`, which share it."""
+    return f"{len(namespace)}/{key}"
+
+
 def session_of(namespace: Namespace, key: str) -> str:
-    """One session per item: zeromem stores the same text in one user+session once."""
+    """One session per item: the jobs never read two items as one conversation."""
     digest = hashlib.sha256(json.dumps([list(namespace), key]).encode("utf-8")).hexdigest()
     return f"langgraph-{digest[:32]}"
 
@@ -124,8 +127,11 @@ def marker(memory: Memory) -> dict[str, Any] | None:
 
 
 def address(memory: Memory) -> tuple[Namespace, str] | None:
+    """The item a memory holds: the store's metadata, confirmed by the memory's zeromem key."""
     data = marker(memory)
-    return (tuple(data["namespace"]), data["key"]) if data else None
+    if data is None or memory.key != zeromem_key(tuple(data["namespace"]), data["key"]):
+        return None
+    return tuple(data["namespace"]), data["key"]
 
 
 def item_of(memory: Memory, score: float | None = None, *, search: bool = False) -> Item:
@@ -134,10 +140,8 @@ def item_of(memory: Memory, score: float | None = None, *, search: bool = False)
     value = dict(data.get("value") or {})
     if data.get("content_field"):
         value[data["content_field"]] = memory.content
-    created = datetime.fromisoformat(data["created_at"]) if data.get("created_at") else memory.created_at
-    updated = memory.updated_at or memory.created_at
-    fields = {"namespace": tuple(data["namespace"]), "key": data["key"], "value": value, "created_at": created,
-              "updated_at": updated}
+    fields = {"namespace": tuple(data["namespace"]), "key": data["key"], "value": value,
+              "created_at": memory.created_at, "updated_at": memory.updated_at or memory.created_at}
     return SearchItem(**fields, score=score) if search else Item(**fields)
 
 
@@ -188,7 +192,6 @@ class ZeromemStore(BaseStore):
     def __init__(self, client: Zeromem | None = None, *, importance: float | None = None) -> None:
         self.client = client if client is not None else Zeromem()
         self.importance = importance
-        self._ids: dict[tuple[Namespace, str], str] = {}
 
     # --- BaseStore ------------------------------------------------------------------------------------------------
 
@@ -224,26 +227,15 @@ class ZeromemStore(BaseStore):
         raise ValueError(f"unknown operation: {type(op).__name__}")
 
     def _find(self, namespace: Namespace, key: str) -> Memory | None:
-        """The memory holding `key`: the remembered id when it still holds it, else a scan of its scope."""
-        known = self._ids.get((namespace, key))
-        if known is not None:
-            try:
-                memory = self.client.get(known)
-            except NotFoundError:
-                memory = None
-            if memory is not None and address(memory) == (namespace, key):
-                return memory
-            self._ids.pop((namespace, key), None)
-        for memory in self._scan(Scope.of(namespace)):
-            if address(memory) == (namespace, key):
-                self._ids[(namespace, key)] = memory.id
-                return memory
-        return None
+        scope = Scope.of(namespace)
+        memory = self.client.get_by_key(zeromem_key(namespace, key), user_id=scope.user_id or "",
+                                        entity_id=scope.entity_id, namespace=scope.namespace or "global")
+        return memory if memory is not None and address(memory) == (namespace, key) else None
 
     def _scan(self, scope: Scope) -> Iterator[Memory]:
         """The store's memories in a scope, newest first."""
         for memory in self.client.list(**scope.filters(), page_size=PAGE):
-            if marker(memory) is not None:
+            if address(memory) is not None:
                 yield memory
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
@@ -257,7 +249,7 @@ class ZeromemStore(BaseStore):
             candidates = ((memory, None) for memory in self._scan(scope))
         found: list[SearchItem] = []
         for memory, score in candidates:
-            item = item_of(memory, score, search=True) if marker(memory) is not None else None
+            item = item_of(memory, score, search=True) if address(memory) is not None else None
             if item is None or item.namespace[: len(prefix)] != prefix:
                 continue
             if op.filter and not all(matches(item.value.get(k), v) for k, v in op.filter.items()):
@@ -280,26 +272,21 @@ class ZeromemStore(BaseStore):
     # --- writes -------------------------------------------------------------------------------------------------------
 
     def _write(self, op: PutOp) -> None:
-        """Erase what the key held, then store the new value (keeping the item's first created_at)."""
+        """One keyed put (or delete) on the server: atomic there, whatever else writes the key meanwhile."""
         namespace = tuple(op.namespace)
-        old = self._find(namespace, op.key)
-        if old is not None:
-            self.client.delete(old.id)
-            self._ids.pop((namespace, op.key), None)
+        scope = Scope.of(namespace)
+        key, user_id, entity_id = zeromem_key(namespace, op.key), scope.user_id or "", scope.entity_id
         if op.value is None:
+            self.client.delete_by_key(key, user_id=user_id, entity_id=entity_id, namespace=scope.namespace or "global")
             return
         value = dict(op.value)
         text, field = content_of(value)
-        created = item_of(old).created_at if old is not None else None
         # The content field is not kept twice: reading puts the memory's content back in it.
         kept = {k: v for k, v in value.items() if k != field}
-        meta = {"namespace": list(namespace), "key": op.key, "value": kept, "content_field": field,
-                "created_at": created.isoformat() if created else None}
-        scope = Scope.of(namespace)
-        added = self.client.add(text, user_id=scope.user_id or "", entity_id=scope.entity_id,
-                                namespace=scope.namespace or "global", session_id=session_of(namespace, op.key),
-                                metadata={META: meta}, importance=self.importance, tags=[TAG])
-        self._ids[(namespace, op.key)] = added.ids[0]
+        meta = {"namespace": list(namespace), "key": op.key, "value": kept, "content_field": field}
+        self.client.put(key, text, user_id=user_id, entity_id=entity_id, namespace=scope.namespace or "global",
+                        session_id=session_of(namespace, op.key), metadata={META: meta}, importance=self.importance,
+                        tags=[TAG])
 
 
 def _until_wildcard(path: Iterable[str]) -> Iterator[str]:

@@ -28,6 +28,14 @@ class AddResult(Model):
     embedded: int
 
 
+class KeyedResult(Model):
+    """`put`: `outcome` is "created" (the key held nothing), "replaced" (the key's memory overwritten in place: same
+    id and created_at) or "unchanged" (it already held exactly this; nothing written)."""
+
+    outcome: str
+    memory: Memory
+
+
 class Source(Model):
     """A memory a semantic memory was built from (a deleted source keeps its id and content hash)."""
 
@@ -48,6 +56,8 @@ class Memory(Model):
     state: str
     kind: str = ""
     role: str = ""
+    key: str | None = None
+    """The key it was written under (`put`); None for memories written by `add`."""
     content: str
     entities: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)

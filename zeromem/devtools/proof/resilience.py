@@ -588,6 +588,7 @@ def _wait_http(url: str, seconds: float = 60) -> None:
 
 CHURN_WORDS = ("heron", "lantern", "quarry", "violin", "harbour", "glacier", "orchard", "compass", "ember", "saddle")
 CHURN_SHARED_TEXTS = 6  # texts per user every client adds now and then: the same text added while it is deleted
+CHURN_KEYS = 4  # keys per user every client puts and deletes by key: one memory per key however they interleave
 
 
 @dataclass
@@ -686,10 +687,25 @@ def churn_search(client: ChurnClient) -> None:
     client.call("search", "POST", "/search", {"query": query, "user_id": client.rng.choice(client.users)})
 
 
+def churn_keyed_put(client: ChurnClient) -> None:
+    """A LangGraph-store-shaped write (its metadata marker, which `duplicate_keys` counts) of one of a few keys a user
+    shares with every client: the keys concurrent puts and deletes meet on."""
+    user, key = client.rng.choice(client.users), f"slot-{client.rng.randrange(CHURN_KEYS)}"
+    client.call("keyed put", "PUT", "/memories/by-key",
+                {"user_id": user, "key": key, "content": client.text(),
+                 "metadata": {KEY_MARKER: {"namespace": [user], "key": key}}}, expected=(200, 201))
+
+
+def churn_keyed_delete(client: ChurnClient) -> None:
+    user, key = client.rng.choice(client.users), f"slot-{client.rng.randrange(CHURN_KEYS)}"
+    client.call("keyed delete", "DELETE", f"/memories/by-key?user_id={user}&key={key}")  # gone already: 200 too
+
+
 # The mix of operations (name, weight, what it does): one more kind of write is one more row and its function.
 CHURN_OPS: list[tuple[str, float, Callable[[ChurnClient], None]]] = [
     ("add", 0.25, churn_add), ("add shared", 0.08, churn_add_shared), ("correct", 0.15, churn_correct),
     ("delete", 0.15, churn_delete), ("delete shared", 0.07, churn_delete_shared), ("search", 0.30, churn_search),
+    ("keyed put", 0.10, churn_keyed_put), ("keyed delete", 0.03, churn_keyed_delete),
 ]
 
 

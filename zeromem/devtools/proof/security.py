@@ -41,6 +41,7 @@ from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 
+from consolidation.corrections.keyed import memory_put_by_key
 from consolidation.models import ConsolidationRun, LedgerEntry
 from profiles.models import MemoryProfile
 from zeromem.api.routes import api
@@ -75,7 +76,13 @@ EXPECTED_API: dict[tuple[str, str], dict[str, int]] = {
     ("POST", "sessions/<session_id>/end"): {"other_tenant": 202, "other_user": 404, "own_user": 202, "own": 202},
     ("POST", "memories/<memory_id>/feedback"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
     ("GET", "memories/<memory_id>/history"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    # Keyed writes land in the caller's tenant; the owner's key (OWNER_KEY) is unknown there, and deleting a key
+    # that holds nothing is a no-op, not a 404.
+    ("PUT", "memories/by-key"): {"other_tenant": 201, "other_user": 404, "own_user": 201, "own": 201},
+    ("GET", "memories/by-key"): {"other_tenant": 404, "other_user": 404, "own_user": 200, "own": 200},
+    ("DELETE", "memories/by-key"): {"other_tenant": 200, "other_user": 404, "own_user": 200, "own": 200},
 }
+OWNER_KEY = "user_id=owner-user&entity_id=svc&key=owner-setting"
 # Everything else in the URL configuration. /metrics takes the metrics token, never an API key. /healthz is
 # public on purpose (load balancers, container healthchecks): it says only whether the database and broker answer.
 EXPECTED_OTHER: dict[str, dict[str, int]] = {
@@ -148,6 +155,8 @@ def build_world() -> World:
     ids = services.memories_ingest(tenant_id=owner.id, items=[services.MemoryInput(
         content=f"Owner memory {i}: the billing-api runs on port 80{i}.", user_id="owner-user", entity_id="svc",
         session_id=f"s{i}", created_at=old + timedelta(hours=i)) for i in range(12)]).ids
+    memory_put_by_key(tenant_id=owner.id, key="owner-setting", actor="prove", item=services.MemoryInput(
+        content="Owner memory keyed: the billing-api deploys on Fridays.", user_id="owner-user", entity_id="svc"))
     MemoryProfile.objects.create(tenant=owner, user_id="owner-user", entity_id="svc", summary="owner profile")
     run = ConsolidationRun.objects.create(tenant=owner, user_id="owner-user", kind="clustering", trigger="cli",
                                           status="succeeded")
@@ -205,10 +214,12 @@ def api_request_for(method: str, route: str, world: World) -> tuple[str, dict[st
         ("POST", "forget"): {"user_id": "owner-user"},
         ("POST", "sessions/<session_id>/end"): {"user_id": "owner-user"},
         ("POST", "memories/<memory_id>/feedback"): {"useful": True},
+        ("PUT", "memories/by-key"): {"content": "authz probe", "user_id": "owner-user", "key": "authz-probe"},
     }
     query = {("GET", "profile"): "?user_id=owner-user&entity_id=svc",
              ("GET", "memories"): "?user_id=owner-user", ("GET", "runs"): "?user_id=owner-user",
-             ("POST", "reflect"): "?async=1"}
+             ("POST", "reflect"): "?async=1", ("GET", "memories/by-key"): f"?{OWNER_KEY}",
+             ("DELETE", "memories/by-key"): f"?{OWNER_KEY}"}
     return "/" + API + path + query.get((method, route), ""), bodies.get((method, route), {})
 
 
@@ -223,7 +234,8 @@ def expected_api(method: str, route: str, key: str) -> int:
 def check_api(world: World, report: Report, keys: tuple[str, ...]) -> None:
     operations = list(api_operations())
     # The owner's destructive calls go last, so every other cell sees the owner's data in place.
-    operations.sort(key=lambda op: (op[0], op[1]) in {("POST", "forget"), ("DELETE", "memories/<memory_id>")})
+    operations.sort(key=lambda op: (op[0], op[1]) in {("POST", "forget"), ("DELETE", "memories/<memory_id>"),
+                                                     ("DELETE", "memories/by-key")})
     for key in keys:
         before = owner_fingerprint(world)
         for method, route in operations:
