@@ -1,0 +1,44 @@
+"""The language seam: every judgement about what English text means goes through a `Reader`.
+
+Three judgements, each batched (a parse costs ~1.6 ms a sentence, and work is batched where it can be):
+- `chatter`: says this sentence nothing a later question could ask about (a greeting, thanks, small talk)?
+- `same_attribute`: do two statements speak of the same attribute ("My phone bill is $80." / "They raised my phone
+  bill to $95.": the phone bill), modifiers included ("the staging cluster" is not "the production cluster")?
+- `relation`: does the newer statement replace the older one (`REPLACES`), or do both stay true (`KEEPS`)?
+
+Formats (splitting, tokens, numbers, dates, money, URLs, versions) stay rules elsewhere. Readers are named
+(`zeromem.language.readers`): `rules`, the frozen word tables kept for comparison, and `default`, built on spaCy's
+parse, the stored MiniLM vectors, values and time. This module holds only the interface, so any layer may import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+REPLACES, KEEPS = "replaces", "keeps"
+RELATIONS = (REPLACES, KEEPS)
+JUDGEMENTS = ("chatter", "same_attribute", "relation")
+
+
+@dataclass(frozen=True)
+class Said:
+    """A sentence as it was said: its text, when, and (where stored) its MiniLM vector."""
+
+    text: str
+    at: datetime
+    vector: Sequence[float] | None = None
+
+
+class Reader(Protocol):
+    name: str
+
+    def chatter(self, said: Sequence[Said]) -> list[bool]: ...
+
+    def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]: ...
+
+    def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
+        """Each pair is (older, newer); the answer is `REPLACES` or `KEEPS`."""
+        ...

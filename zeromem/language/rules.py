@@ -1,0 +1,33 @@
+"""The `rules` reader: the hand-written word tables and grammar zeromem judged with before the seam, frozen for
+comparison (`evaluate language` scores it beside `default`). It only wraps them; it adds no rule of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from consolidation.domain.contradictions import SUPERSEDE, Statement, _same_attribute, judge
+from consolidation.domain.merging import is_chatter
+from zeromem.language import KEEPS, REPLACES, Said
+
+
+class RulesReader:
+    name = "rules"
+
+    def chatter(self, said: Sequence[Said]) -> list[bool]:
+        return [is_chatter(s.text) for s in said]
+
+    def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]:
+        return [_same(*_statements(a, b)) for a, b in pairs]
+
+    def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
+        return [REPLACES if judge(*_statements(a, b)).kind == SUPERSEDE else KEEPS for a, b in pairs]
+
+
+def _statements(older: Said, newer: Said) -> tuple[Statement, Statement]:
+    return Statement.parse(older.text, older.at), Statement.parse(newer.text, newer.at)
+
+
+def _same(a: Statement, b: Statement) -> bool:
+    shared = a.attribute & b.attribute
+    overlap = len(shared) / min(len(a.attribute), len(b.attribute)) if a.attribute and b.attribute else 0.0
+    return _same_attribute(a, b, shared, overlap, 0.5)
