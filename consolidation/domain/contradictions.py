@@ -34,6 +34,8 @@ from functools import lru_cache
 from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, substance
 from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens, word_set
+from zeromem.language import CONTRADICTS as CONTRADICTED
+from zeromem.language import REPLACES, Reader, Said
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
 MIN_GAP = timedelta(hours=1)  # a statement supersedes one made at least this much earlier
@@ -408,6 +410,36 @@ def claim_pairs(claims: Sequence[Claim], *, max_posting: int = 60) -> list[tuple
             or claims[a].statement.abandons or claims[b].statement.abandons]
 
 
+def reader_pairs(claims: Sequence[Claim], reader: Reader, *, max_posting: int = 60) -> list[tuple[int, int]]:
+    """Index pairs of claims of different memories in one scope that the reader says are about a common key."""
+    postings: dict[tuple[Hashable, str], list[int]] = defaultdict(list)
+    keys = reader.keys([Said(c.text, c.statement.at) for c in claims])
+    for index, (claim, found) in enumerate(zip(claims, keys, strict=True)):
+        for key in found:
+            postings[(claim.scope, key)].append(index)
+    pairs: set[tuple[int, int]] = set()
+    for members in postings.values():
+        if len(members) <= max_posting:
+            pairs.update((a, b) for i, a in enumerate(members) for b in members[i + 1:]
+                         if claims[a].memory != claims[b].memory)
+    return sorted(pairs)
+
+
+_READER_VERDICTS = {REPLACES: Verdict(SUPERSEDE, "a newer value of the same attribute", 1.0),
+                    CONTRADICTED: Verdict(CONTRADICTS, "another value of the same attribute, said at the same time",
+                                          1.0, unsure=True)}
+
+
+def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader) -> list[ClaimVerdict]:
+    """The supersedes and contradictions the reader finds among the pairs, each judged once in time order. Within
+    one session two statements are parts of one account (a list, a correction): never flagged."""
+    ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))) for a, b in pairs]
+    relations = reader.relation([(Said(o.text, o.statement.at), Said(n.text, n.statement.at)) for o, n in ordered])
+    return [ClaimVerdict(older, newer, _READER_VERDICTS[relation])
+            for (older, newer), relation in zip(ordered, relations, strict=True) if relation in _READER_VERDICTS
+            and not (relation == CONTRADICTED and older.session is not None and older.session == newer.session)]
+
+
 def _changes(claim: Claim) -> bool:
     """Can this claim be part of an update: it holds a value, a negation, or gives something up."""
     return bool(claim.statement.values or claim.statement.negated or claim.statement.abandons)
@@ -513,17 +545,19 @@ class Ordered:
     earlier_than: int | None  # a newer result stating the same attribute differently (its given position)
 
 
-def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence[str]) -> list[Ordered]:
+def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence[str],
+                reader: Reader | None = None, query: str | None = None) -> list[Ordered]:
     """Search results in rank order, re-ordered only where two state the same attribute with different values:
     the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
     newer unrelated statement never outranks an older relevant one."""
     claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
               for c in pickle.loads(_pickled_claims(text, at, role))]
     newer_of: dict[int, int] = {}
-    for found in claim_verdicts(claims, claim_pairs(claims)):
-        older, newer = found.older.memory, found.newer.memory
-        later = found.older.statement.at < found.newer.statement.at
-        if later and (older not in newer_of or dates[newer] > dates[newer_of[older]]):
+    links = _restated(claims, reader)
+    if reader is not None and query:
+        links += _answering(claims, reader, query)
+    for older, newer in links:
+        if older not in newer_of or dates[newer] > dates[newer_of[older]]:
             newer_of[older] = newer
     order = list(range(len(texts)))
     for older, newer in sorted(newer_of.items()):
@@ -531,6 +565,33 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
             order.remove(newer)
             order.insert(order.index(older), newer)
     return [Ordered(n, newer_of.get(n)) for n in order]
+
+
+def _restated(claims: Sequence[Claim], reader: Reader | None) -> list[tuple[int, int]]:
+    """(older, newer) memories where a later claim speaks of an attribute an earlier one stated: by the reader's
+    same-attribute judgement, or (no reader) the rules' non-compatible verdicts."""
+    if reader is None:
+        return [(f.older.memory, f.newer.memory) for f in claim_verdicts(claims, claim_pairs(claims))
+                if f.older.statement.at < f.newer.statement.at]
+    ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory)))
+               for a, b in reader_pairs(claims, reader)]
+    same = reader.same_attribute([(Said(o.text, o.statement.at), Said(n.text, n.statement.at)) for o, n in ordered])
+    return [(o.memory, n.memory) for (o, n), alike in zip(ordered, same, strict=True)
+            if alike and o.statement.at < n.statement.at]
+
+
+def _answering(claims: Sequence[Claim], reader: Reader, query: str) -> list[tuple[int, int]]:
+    """(older, newer) memories that both state a value of what the query asks about (the reader's same-attribute
+    judgement between the query and each claim): the newer answers for now."""
+    asked = Said(query, min(c.statement.at for c in claims)) if claims else None
+    if asked is None:
+        return []
+    on_topic = [c for c, alike in zip(claims, reader.same_attribute([(asked, Said(c.text, c.statement.at))
+                                                                     for c in claims]), strict=True)
+                if alike]
+    newest = max(on_topic, key=lambda c: c.statement.at, default=None)
+    return [(c.memory, newest.memory) for c in on_topic
+            if newest is not None and c.memory != newest.memory and c.statement.at < newest.statement.at]
 
 
 @lru_cache(maxsize=20_000)

@@ -24,6 +24,8 @@ from consolidation.domain.contradictions import (
     claim_pairs,
     claim_verdicts,
     claims_of,
+    reader_pairs,
+    reader_verdicts,
     remainder_of,
     updates_of,
 )
@@ -45,6 +47,7 @@ from zeromem.core.domain.policy import UpdatesPolicy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
+from zeromem.language.default import DefaultReader
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 
 
@@ -63,10 +66,16 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
     """Claims of the episodes, candidate pairs from their index, verdicts under `policy` (the unsure ones to
     `judge` when an LLM is configured), and what they mean for whole memories."""
     claims = user_claims(loaded, common)
-    found = claim_pairs(claims)
-    verdicts: list[ClaimVerdict] = claim_verdicts(
-        claims, found, keep_unsure=judge is not None, min_gap=timedelta(hours=policy.min_gap_hours),
-        same_attribute=policy.same_attribute, certain_attribute=policy.certain_attribute)
+    verdicts: list[ClaimVerdict]
+    if policy.reader == "rules":
+        found = claim_pairs(claims)
+        verdicts = claim_verdicts(
+            claims, found, keep_unsure=judge is not None, min_gap=timedelta(hours=policy.min_gap_hours),
+            same_attribute=policy.same_attribute, certain_attribute=policy.certain_attribute)
+    else:
+        reader = DefaultReader(min_gap=timedelta(hours=policy.min_gap_hours))
+        found = reader_pairs(claims, reader)
+        verdicts = reader_verdicts(claims, found, reader)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
     retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
                    for older, retired in updates.retired.items()]

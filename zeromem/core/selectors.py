@@ -24,6 +24,7 @@ from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.domain.ranking import Candidate, CorpusStats, Ranked, fuse
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.services import KEY_PREFIX, hash_secret, month_start
+from zeromem.language.default import DefaultReader
 from zeromem.models import ApiKey, LlmUsage, Memory, MemorySource, MemoryState
 
 
@@ -344,7 +345,7 @@ def memories_search(*, scope: MemoryFilter, query: str, policy: SearchPolicy, to
     rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RESULT_FIELDS, policy=policy)
     hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
             for r in ranked if min_score is None or r.score > min_score]
-    return newer_statements_first(hits) if newer_first else hits
+    return newer_statements_first(hits, query=query) if newer_first else hits
 
 
 def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int, policy: SearchPolicy
@@ -364,12 +365,15 @@ def _memory(row: tuple[Any, ...]) -> Memory:
     return memory
 
 
-def newer_statements_first(hits: list[SearchHit]) -> list[SearchHit]:
+_READER = DefaultReader()
+
+
+def newer_statements_first(hits: list[SearchHit], *, query: str | None = None) -> list[SearchHit]:
     """Where two results state the same attribute with different values, the newer (by the statements' own
     dates) ranks just above the older, which is marked `earlier_than` it; everything else keeps its rank."""
     memories = [h.memory for h in hits]
     ordered = newer_first([m.content for m in memories], [m.valid_from or m.created_at for m in memories],
-                          [m.role for m in memories])
+                          [m.role for m in memories], reader=_READER, query=query)
     return [replace(hits[o.index], earlier_than=None if o.earlier_than is None else memories[o.earlier_than].id)
             for o in ordered]
 

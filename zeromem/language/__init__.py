@@ -4,7 +4,8 @@ Three judgements, each batched (a parse costs ~1.6 ms a sentence, and work is ba
 - `chatter`: says this sentence nothing a later question could ask about (a greeting, thanks, small talk)?
 - `same_attribute`: do two statements speak of the same attribute ("My phone bill is $80." / "They raised my phone
   bill to $95.": the phone bill), modifiers included ("the staging cluster" is not "the production cluster")?
-- `relation`: does the newer statement replace the older one (`REPLACES`), or do both stay true (`KEEPS`)?
+- `relation`: does the newer statement replace the older one (`REPLACES`), contradict it (`CONTRADICTS`: another
+  value of the same attribute said at the same time, for a person to decide), or do both stay true (`KEEPS`)?
 
 Formats (splitting, tokens, numbers, dates, money, URLs, versions) stay rules elsewhere. Readers are named
 (`zeromem.language.readers`): `rules`, the frozen word tables kept for comparison, and `default`, built on spaCy's
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-REPLACES, KEEPS = "replaces", "keeps"
-RELATIONS = (REPLACES, KEEPS)
+REPLACES, CONTRADICTS, KEEPS = "replaces", "contradicts", "keeps"
+RELATIONS = (REPLACES, CONTRADICTS, KEEPS)
 JUDGEMENTS = ("chatter", "same_attribute", "relation")
 
 
@@ -35,10 +36,14 @@ class Said:
 class Reader(Protocol):
     name: str
 
+    def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
+        """What each statement is about, as index keys: only statements sharing a key are compared."""
+        ...
+
     def chatter(self, said: Sequence[Said]) -> list[bool]: ...
 
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]: ...
 
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
-        """Each pair is (older, newer); the answer is `REPLACES` or `KEEPS`."""
+        """Each pair is (older, newer); the answer is one of `RELATIONS`."""
         ...

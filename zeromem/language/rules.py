@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from consolidation.domain.contradictions import CONTRADICTS as RULES_CONTRADICTS
 from consolidation.domain.contradictions import SUPERSEDE, Statement, _same_attribute, judge
 from consolidation.domain.merging import is_chatter
-from zeromem.language import KEEPS, REPLACES, Said
+from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 
 
 class RulesReader:
     name = "rules"
+
+    def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
+        statements = [Statement.parse(s.text, s.at) for s in said]
+        return [s.attribute | s.heads | s.name_words for s in statements]
 
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         return [is_chatter(s.text) for s in said]
@@ -20,7 +25,8 @@ class RulesReader:
         return [_same(*_statements(a, b)) for a, b in pairs]
 
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
-        return [REPLACES if judge(*_statements(a, b)).kind == SUPERSEDE else KEEPS for a, b in pairs]
+        kinds = {SUPERSEDE: REPLACES, RULES_CONTRADICTS: CONTRADICTS}
+        return [kinds.get(judge(*_statements(a, b)).kind, KEEPS) for a, b in pairs]
 
 
 def _statements(older: Said, newer: Said) -> tuple[Statement, Statement]:

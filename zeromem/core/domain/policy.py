@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -89,6 +89,9 @@ class UpdatesPolicy(Section):
     """How clustering's knowledge-update pass judges a newer statement against an older one of the same user
     (supersede it, flag the pair for a person, or leave both)."""
 
+    reader: Literal["default", "rules"] = setting(
+        "default", "Which language reader judges the pairs (zeromem/language): `default` reads spaCy's parse, values "
+        "and time; `rules` is the frozen word-table grammar, kept for comparison (its thresholds are the two below).")
     min_gap_hours: float = setting(
         1.0, "A newer statement supersedes an older one only when said at least this many hours later; two said "
         "closer together are parts of one account (at most flagged).", ge=0.0, le=24.0 * 365)

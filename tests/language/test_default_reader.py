@@ -1,0 +1,83 @@
+"""The default reader judges from the parse, the values and time. Sentences here are written for these tests (none
+comes from the evaluation data), each pair a pattern the reader must handle, not a phrase it should know."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from zeromem.language import KEEPS, REPLACES, Said, pipeline
+from zeromem.language.default import DefaultReader, read
+
+BASE = datetime(2025, 3, 1, 9, 0)
+
+
+def pair(older: str, newer: str, *, days: float = 40) -> tuple[Said, Said]:
+    return Said(older, BASE), Said(newer, BASE + timedelta(days=days))
+
+
+@pytest.fixture(scope="module")
+def reader() -> DefaultReader:
+    return DefaultReader()
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("My phone bill is $80.", "They raised my phone bill to $95."),  # subject once, object once
+    ("Our monthly budget is $2,500.", "We redid the monthly budget, it's $3,000 now."),  # "it" → the budget
+    ("I've been volunteering at the shelter for 4 months.", "I've been volunteering at the shelter for 7 months."),
+    ("The nightly backup keeps 10 snapshots.", "The nightly backup keeps 14 snapshots."),
+    ("My commute takes forty minutes.", "My commute takes 25 minutes since the new line opened."),  # words vs digits
+])
+def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, newer):
+    assert reader.same_attribute([pair(older, newer)]) == [True]
+    assert reader.relation([pair(older, newer)]) == [REPLACES]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("The staging database has 2 replicas.", "The production database has 5 replicas."),  # modifiers disagree
+    ("I have two cats.", "I have 2 cats."),  # the same value, written differently
+    ("Checkout service p99 latency 420 ms", "Checkout service p99 latency 980 ms"),  # readings of a moment
+    ("Disk usage on db-3 at 71 percent", "Disk usage on db-3 at 93 percent"),
+    ("I ran 5 miles yesterday.", "I ran 8 miles this morning."),  # one-off events on their own dates
+    ("My sister lives in Lisbon.", "My favourite bakery is in Porto."),  # nothing in common
+])
+def test_both_stay_true(reader, older, newer):
+    assert reader.relation([pair(older, newer)]) == [KEEPS]
+
+
+def test_the_modifiers_are_part_of_the_attribute(reader):
+    assert reader.same_attribute([pair("The staging database has 2 replicas.",
+                                       "The production database has 5 replicas.")]) == [False]
+
+
+def test_a_value_said_within_the_minimum_gap_replaces_nothing(reader):
+    assert reader.relation([pair("My phone bill is $80.", "They raised my phone bill to $95.", days=0.01)]) == [KEEPS]
+    assert DefaultReader(min_gap=timedelta(0)).relation(
+        [pair("My phone bill is $80.", "They raised my phone bill to $95.", days=0.01)]) == [REPLACES]
+
+
+def test_the_judgement_is_in_time_order(reader):
+    older, newer = pair("My phone bill is $80.", "They raised my phone bill to $95.")
+    assert reader.relation([(newer, older)]) == [KEEPS]
+
+
+def test_a_text_is_read_once_and_the_reading_is_reused():
+    first = read(["The attic fan runs at 1,200 rpm."])[0]
+    assert read(["The attic fan runs at 1,200 rpm."])[0] is first
+    assert {f.value for f in first.facts} == {"1200"}
+
+
+def test_index_keys_name_what_a_statement_is_about(reader):
+    keys = reader.keys([Said("They raised my phone bill to $95.", BASE)])[0]
+    assert "bill" in keys
+
+
+def test_a_changed_model_is_refused_at_load(monkeypatch):
+    pipeline.nlp.cache_clear()
+    monkeypatch.setattr(pipeline, "MODEL_SHA256", "0" * 64)
+    try:
+        with pytest.raises(pipeline.PipelineMismatch):
+            pipeline.nlp()
+    finally:
+        pipeline.nlp.cache_clear()

@@ -1,0 +1,324 @@
+"""The `default` reader: judgements from spaCy's parse, the values themselves and time — no phrase lists.
+
+A statement is read into *facts*: each value it carries (a number, an amount, a date, a name; in a present-tense
+clause also the noun phrase in a verb's prepositional slot: "I play bass in a jazz trio") with the *attribute* it
+attaches to, found by walking the dependency tree up from the value: the noun phrase it describes ("my rent is
+$1,400", "they raised my rent to $1,550": the rent, once subject, once object), else the verb and preposition it
+fills ("pre-approved for $350,000"). An attribute is its head lemma with its modifiers: "the staging cluster" and
+"the production cluster" are two attributes. A number counting a noun keeps that noun as its unit ("3 nodes").
+
+Two statements speak of the same attribute when a fact of each has the same head, modifiers that do not disagree and
+units that do not disagree, or when, values masked, they are worded alike (most content lemmas shared) with no
+attribute whose modifiers disagree. The newer replaces the older when they share an attribute, the values on it
+changed, it was said later, and the older was neither a reading of a measured quantity (a verbless, speaker-less
+line with a number: "disk 71 percent"; both readings were true when measured) nor a one-off event (a past action
+anchored to its own moment, or one the speaker did not do). A negation that flips on the same predicate and thing is
+a changed value too. Said at the same time (within the minimum gap), a changed value is a contradiction for a person
+to decide.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from number_parser import parse_number, parse_ordinal
+
+from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
+
+# Entity types whose text is a value (what a later statement can change), and the ones that are amounts.
+_NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
+_AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
+_NOUNS = frozenset({"NOUN", "PROPN"})
+_CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
+_MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
+_CLIMB = frozenset({"pobj", "attr", "dobj", "acomp", "npadvmod", "appos", "nummod", "quantmod", "oprd", "conj",
+                    "advmod", "pcomp", "prep", "xcomp", "ccomp", "nmod", "compound", "dative"})
+MIN_GAP = timedelta(hours=1)
+# A format, not a word: a time, a version or a decimal written with digits ("7:40", "2.14.3").
+_NUMERIC = re.compile(r"^v?\d+(?:[:.,/]\d+)+$")
+
+
+@dataclass(frozen=True)
+class Attribute:
+    head: str
+    modifiers: frozenset[str]
+
+    def matches(self, other: Attribute) -> bool:
+        if self.head != other.head:
+            return False
+        return not (self.modifiers and other.modifiers and not self.modifiers & other.modifiers)
+
+
+@dataclass(frozen=True)
+class Fact:
+    attribute: Attribute
+    value: str
+    unit: str | None
+    predicate: bool = False  # the attribute is the verb the value fills ("pre-approved for"), not a noun phrase
+
+    def about_same(self, other: Fact) -> bool:
+        """Same attribute, units that do not disagree; a verb's slot only with the very same unit (or none)."""
+        if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
+            return False
+        if self.predicate:
+            return self.unit == other.unit
+        return self.unit is None or other.unit is None or self.unit == other.unit
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one statement says, as the parse gives it."""
+
+    facts: tuple[Fact, ...]
+    attributes: tuple[Attribute, ...]  # every noun phrase it is about (for a negation that flips)
+    content: frozenset[str]  # lemmas of its content words (nouns, verbs, adjectives), values left out
+    negated: bool
+    predicate: str  # the main verb's lemma
+    speaker: bool  # the speaker is the subject or the owner of what is described
+    measured: bool  # a reading of a measured quantity at a moment
+    event: bool  # a one-off: a past action on its own date, or one the speaker did not do
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Index keys for candidate pairs: the attributes' heads."""
+        return frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
+
+
+def read(texts: Sequence[str]) -> list[Reading]:
+    """Each text read once (spaCy in batches); the same texts come back search after search."""
+    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+    if missing:
+        from zeromem.language.pipeline import nlp
+
+        for text, doc in zip(missing, nlp().pipe(missing, batch_size=64), strict=True):
+            _remember(text, reading_of(doc))
+    return [_CACHE[t] for t in texts]
+
+
+_CACHE: dict[str, Reading] = {}
+_CACHE_SIZE = 20_000
+
+
+def _remember(text: str, reading: Reading) -> None:
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[text] = reading
+
+
+def reading_of(doc: Any) -> Reading:
+    values = _value_tokens(doc)
+    facts = tuple(fact for token, value in values if (fact := _fact(token, value, doc)) is not None)
+    facts += _slot_facts(doc, {t.i for t, _ in values})
+    attributes = tuple(_attribute(chunk.root) for chunk in doc.noun_chunks if _is_thing(chunk.root))
+    speaker = any(_first_person(t) and t.dep_ in ("nsubj", "nsubjpass", "poss") for t in doc)
+    finite = any(t.pos_ in ("VERB", "AUX") and "Fin" in t.morph.get("VerbForm") for t in doc)
+    past_action = any(t.dep_ == "ROOT" and t.pos_ == "VERB" and "Past" in t.morph.get("Tense") for t in doc)
+    anchored = any(e.label_ in ("DATE", "TIME") and not any(c.like_num for c in e) for e in doc.ents)
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
+    content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values and not t.like_num)
+    return Reading(facts=facts, attributes=attributes, content=content, negated=any(t.dep_ == "neg" for t in doc),
+                   predicate=root.lemma_.lower() if root is not None else "", speaker=speaker,
+                   measured=bool(values) and not speaker and not finite,
+                   event=past_action and (anchored or not speaker))
+
+
+def _first_person(token: Any) -> bool:
+    return token.pos_ == "PRON" and "1" in token.morph.get("Person")
+
+
+def _is_thing(token: Any) -> bool:
+    return token.pos_ in _NOUNS and not token.like_num and token.ent_type_ not in _AMOUNTS | {"DATE", "TIME"}
+
+
+def _attribute(token: Any) -> Attribute:
+    modifiers = frozenset(c.lemma_.lower() for c in token.children
+                          if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num)
+    return Attribute(token.lemma_.lower(), modifiers)
+
+
+def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
+    """(the token a value hangs from, the value's normal form): amounts, dated days, names."""
+    found: list[tuple[Any, str]] = []
+    covered: set[int] = set()
+    for ent in doc.ents:
+        dated_day = ent.label_ == "DATE" and any(c.like_num for c in ent)
+        if ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day:
+            numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
+            value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
+            if not _left_behind(ent.root):
+                found.append((ent.root, value))
+            covered.update(t.i for t in ent)
+    found += [(t, _number(t)) for t in doc if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered]
+    return found
+
+
+def _number(token: Any) -> str:
+    """A number in digits, whether written in digits or words ("nine" → 9, "21st" → 21): a format rule."""
+    text = token.text.lower().replace(",", "")
+    parsed = parse_number(text) or parse_ordinal(text)
+    return str(parsed) if parsed is not None else text
+
+
+def _phrase(span: Any) -> str:
+    """A value's words, numbers normalised and articles dropped: "the 21st" → 21, "nine months" → 9 month."""
+    return " ".join(_number(t) if t.like_num else t.lemma_.lower() for t in span if t.pos_ != "DET")
+
+
+def _left_behind(token: Any) -> bool:
+    """A value in a verb's "from" slot is the one being left ("changed from Madrid to Valencia")."""
+    return token.dep_ == "pobj" and token.head.lemma_.lower() == "from" and token.head.head.pos_ == "VERB"
+
+
+def _fact(token: Any, value: str, doc: Any) -> Fact | None:
+    """The attribute a value attaches to: climb from the value to the noun it describes or the verb it fills."""
+    unit = None
+    node = token
+    if node.dep_ == "nummod" and _is_thing(node.head):
+        # "17 new ones": a pro-form counts what the sentence already named, no unit of its own.
+        unit = None if node.head.lemma_.lower() in ("one", node.lemma_.lower()) else node.head.lemma_.lower()
+        node = node.head
+    preposition = ""
+    for _ in range(6):
+        if node.dep_ not in _CLIMB or node.head.i == node.i:
+            break
+        parent = node.head
+        if parent.pos_ == "ADP":
+            preposition = parent.lemma_.lower()
+        elif _is_thing(parent) and parent.ent_type_ not in _NAMED:
+            return Fact(_attribute(parent), value, unit)
+        elif parent.pos_ in ("VERB", "AUX"):
+            described = _described(parent, node)
+            if described is not None:
+                return Fact(_attribute(described), value, unit)
+            if parent.dep_ != "xcomp":  # "upgraded Postgres to version 17": the value's verb serves another
+                return Fact(Attribute(parent.lemma_.lower(), frozenset({preposition} - {""})), value, unit,
+                            predicate=True)
+        node = parent
+    return None
+
+
+def _described(verb: Any, path: Any) -> Any | None:
+    """The noun phrase a verb's value describes: its object, else its subject (not the value); a third-person
+    pronoun subject stands for the nearest thing named before it ("… log retention, it's 30 days now")."""
+    for dep in ("dobj", "nsubj", "nsubjpass"):
+        for child in verb.children:
+            if child.dep_ != dep or child.i == path.i:
+                continue
+            if _is_thing(child) and child.ent_type_ not in _NAMED:
+                return child
+            if child.pos_ == "PRON" and "3" in child.morph.get("Person"):
+                return _antecedent(child)
+    return None
+
+
+def _antecedent(pronoun: Any) -> Any | None:
+    """The nearest thing named before the pronoun that agrees with it in number ("they" → "my parents")."""
+    number = pronoun.morph.get("Number")
+    before = [c.root for c in pronoun.doc.noun_chunks if c.root.i < pronoun.i and _is_thing(c.root)
+              and c.root.ent_type_ not in _NAMED and (not number or c.root.morph.get("Number") == number)]
+    return before[-1] if before else None
+
+
+def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
+    """In a present-tense clause, a noun phrase in a verb's prepositional slot is a value of the verb's object:
+    "I play bass in a jazz trio" → (bass, jazz trio)."""
+    found = []
+    for verb in doc:
+        present = "Pres" in verb.morph.get("Tense") or "Prog" in verb.morph.get("Aspect")
+        if verb.pos_ != "VERB" or verb.dep_ != "ROOT" or not present:
+            continue
+        objects = [c for c in verb.children if c.dep_ == "dobj" and _is_thing(c)]
+        for prep in (c for c in verb.children if c.dep_ == "prep" and objects and c.i > objects[0].i):
+            for slot in (c for c in prep.children if c.dep_ == "pobj" and _is_thing(c) and c.i not in taken):
+                for obj in objects:
+                    value = " ".join(sorted(_attribute(slot).modifiers | {_attribute(slot).head}))
+                    found.append(Fact(_attribute(obj), value, None))
+    return tuple(found)
+
+
+# --- judgements -------------------------------------------------------------------------------------------------
+
+def shared_facts(a: Reading, b: Reading) -> list[tuple[Fact, Fact]]:
+    return [(x, y) for x in a.facts for y in b.facts if x.about_same(y)]
+
+
+def _flipped(a: Reading, b: Reading) -> bool:
+    """A negation that flips on the same predicate about the same thing ("I eat meat" / "I don't eat meat")."""
+    return (a.negated != b.negated and a.predicate == b.predicate
+            and any(x.matches(y) for x in a.attributes for y in b.attributes))
+
+
+def _conflicting(a: Reading, b: Reading) -> bool:
+    """Two phrases with one head and disagreeing modifiers: "the staging cluster" / "the production cluster"."""
+    return any(x.head == y.head and not x.matches(y) for x in a.attributes for y in b.attributes)
+
+
+def _said_alike(a: Reading, b: Reading, threshold: float) -> bool:
+    """Worded alike once the values are masked (shared content lemmas over all of them), every unit agreeing."""
+    if not (a.content and b.content and a.facts and b.facts) or _conflicting(a, b):
+        return False
+    units_a, units_b = {f.unit for f in a.facts} - {None}, {f.unit for f in b.facts} - {None}
+    if units_a and units_b and not units_a & units_b:
+        return False
+    return len(a.content & b.content) / len(a.content | b.content) >= threshold
+
+
+def same_attribute(a: Reading, b: Reading, *, alike: float = 0.5) -> bool:
+    if shared_facts(a, b) or _said_alike(a, b, alike):
+        return True
+    return any(x.matches(y) for x in a.attributes for y in b.attributes) and not (a.facts and b.facts)
+
+
+def changed(a: Reading, b: Reading, *, alike: float = 0.5) -> bool:
+    """A value on a shared attribute the newer one no longer states, or a negation that flips on one."""
+    pairs = shared_facts(a, b)
+    if not pairs and _said_alike(a, b, alike):
+        pairs = [(x, y) for x in a.facts for y in b.facts]
+    if pairs:
+        older = {x.value for x, _ in pairs}
+        newer = {y.value for _, y in pairs}
+        return bool(older - newer) and bool(newer - older)
+    return _flipped(a, b)
+
+
+def relation(older: Reading, newer: Reading, gap: timedelta, *, min_gap: timedelta = MIN_GAP) -> str:
+    """`REPLACES` a changed value said later; `CONTRADICTS` one said at the same time (a person decides which
+    holds); readings of a moment and one-off events are each true on their own."""
+    if older.measured or newer.measured or older.event or gap < timedelta(0) or not changed(older, newer):
+        return KEEPS
+    return REPLACES if gap >= min_gap else CONTRADICTS
+
+
+class DefaultReader:
+    name = "default"
+
+    def __init__(self, *, min_gap: timedelta = MIN_GAP) -> None:
+        self.min_gap = min_gap
+
+    def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
+        return [r.keys for r in read([s.text for s in said])]
+
+    def chatter(self, said: Sequence[Said]) -> list[bool]:
+        from zeromem.language.head import chatter_probability, threshold
+
+        return [p >= threshold() for p in chatter_probability([s.vector for s in said])]
+
+    def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]:
+        readings = _paired(pairs)
+        return [same_attribute(a, b) for a, b in readings]
+
+    def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
+        readings = _paired(pairs)
+        return [relation(a, b, y.at - x.at, min_gap=self.min_gap)
+                for (a, b), (x, y) in zip(readings, pairs, strict=True)]
+
+
+def _paired(pairs: Sequence[tuple[Said, Said]]) -> list[tuple[Reading, Reading]]:
+    found = read([s.text for pair in pairs for s in pair])
+    return list(zip(found[::2], found[1::2], strict=True))
+
