@@ -19,7 +19,7 @@ from zeromem.devtools.evaluation.splits import SPLITS
 from zeromem.devtools.language.labelled import Item, in_split_items
 from zeromem.devtools.language.vectors import MINILM, MINILM_DIMENSION
 
-C_GRID = (0.25, 1.0, 4.0, 16.0)
+C_GRID = (0.25, 1.0, 4.0, 16.0, 64.0)
 FOLDS = 5
 SEED = 0
 THRESHOLDS = np.round(np.linspace(0.05, 0.95, 91), 2)
