@@ -2,7 +2,9 @@
 
 1. The regularisation strength C is chosen among a few values by stratified k-fold cross-validation on the dev
    split's chatter items (fixed folds and solver: the same items give the same weights on every run);
-2. the threshold is the one that classifies the out-of-fold probabilities best (ties: the one nearest 0.5);
+2. the threshold is the one that classifies the out-of-fold probabilities best (ties: the one nearest 0.5), and the
+   strict threshold the lowest at which at most STRICT_STATEMENT_LOSS of the statements are taken for chatter (for a
+   caller that drops what it calls chatter: a statement lost costs more than chatter kept);
 3. the model is refitted on all dev items; the test split only scores it, after the fact."""
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ C_GRID = (0.25, 1.0, 4.0, 16.0, 64.0)
 FOLDS = 5
 SEED = 0
 THRESHOLDS = np.round(np.linspace(0.05, 0.95, 91), 2)
+STRICT_STATEMENT_LOSS = 0.02
 DECIMALS = 6  # the weights as shipped: a few KB of JSON, and the same text on every run
 
 
@@ -31,19 +34,27 @@ class HeadFit:
     coef: list[float]
     intercept: float
     threshold: float
+    strict_threshold: float
     c: float
     cv_accuracy: float
 
     def probability(self, vectors: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-(np.asarray(vectors, dtype=np.float64) @ np.array(self.coef) + self.intercept)))
 
-    def accuracy(self, vectors: np.ndarray, labels: np.ndarray) -> float:
-        return float(np.mean((self.probability(vectors) >= self.threshold) == labels))
+    def accuracy(self, vectors: np.ndarray, labels: np.ndarray, *, strict: bool = False) -> float:
+        threshold = self.strict_threshold if strict else self.threshold
+        return float(np.mean((self.probability(vectors) >= threshold) == labels))
+
+    def statements_lost(self, vectors: np.ndarray, labels: np.ndarray, *, strict: bool = False) -> float:
+        """The share of statements (label False) taken for chatter."""
+        threshold = self.strict_threshold if strict else self.threshold
+        return float(np.mean(self.probability(vectors[~labels]) >= threshold)) if (~labels).any() else 0.0
 
     def weights(self, **provenance: Any) -> dict[str, Any]:
         return {"model": "logistic regression: P(chatter) = sigmoid(vector dot coef + intercept)",
                 "embedder": MINILM, "dimension": MINILM_DIMENSION, "coef": self.coef, "intercept": self.intercept,
-                "threshold": self.threshold, "C": self.c, "dev_cv_accuracy": self.cv_accuracy,
+                "threshold": self.threshold,
+                "strict_threshold": self.strict_threshold, "C": self.c, "dev_cv_accuracy": self.cv_accuracy,
                 "sklearn": sklearn.__version__, **provenance}
 
 
@@ -54,16 +65,21 @@ def head_fit(vectors: np.ndarray, labels: np.ndarray) -> HeadFit:
     for c in C_GRID:
         out_of_fold = cross_val_predict(_model(c), vectors, labels, cv=folds, method="predict_proba")[:, 1]
         threshold, accuracy = _best_threshold(out_of_fold, labels)
-        scored.append((accuracy, -c, c, threshold))  # ties: the stronger regularisation (smaller C)
-    accuracy, _, c, threshold = max(scored)
+        scored.append((accuracy, -c, c, threshold, _strict_threshold(out_of_fold, labels)))
+    accuracy, _, c, threshold, strict = max(scored)  # ties: the stronger regularisation (smaller C)
     model = _model(c).fit(vectors, labels)
     return HeadFit(coef=[round(float(w), DECIMALS) for w in model.coef_[0]],
-                   intercept=round(float(model.intercept_[0]), DECIMALS), threshold=threshold, c=c,
-                   cv_accuracy=round(accuracy, 4))
+                   intercept=round(float(model.intercept_[0]), DECIMALS), threshold=threshold,
+                   strict_threshold=strict, c=c, cv_accuracy=round(accuracy, 4))
 
 
 def _model(c: float) -> LogisticRegression:
     return LogisticRegression(C=c, solver="lbfgs", max_iter=5000, random_state=SEED)
+
+
+def _strict_threshold(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    statements = probabilities[~labels]
+    return float(next((t for t in THRESHOLDS if np.mean(statements >= t) <= STRICT_STATEMENT_LOSS), THRESHOLDS[-1]))
 
 
 def _best_threshold(probabilities: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -78,6 +94,9 @@ class Trained:
     dev_items: int
     test_items: int
     test_accuracy: float | None
+    test_statements_lost: float | None
+    test_strict_accuracy: float | None
+    test_strict_statements_lost: float | None
 
 
 def head_train(items: list[Item], vectors: dict[str, np.ndarray]) -> Trained:
@@ -85,8 +104,16 @@ def head_train(items: list[Item], vectors: dict[str, np.ndarray]) -> Trained:
     chatter = [item for item in items if item.judgement == "chatter"]
     (dev_x, dev_y), (test_x, test_y) = (_matrix(in_split_items(chatter, split), vectors) for split in SPLITS)
     fit = head_fit(dev_x, dev_y)
+    scored = len(test_y) > 0
+
+    def figure(value: float) -> float | None:
+        return round(value, 4) if scored else None
+
     return Trained(fit=fit, dev_items=len(dev_y), test_items=len(test_y),
-                   test_accuracy=round(fit.accuracy(test_x, test_y), 4) if len(test_y) else None)
+                   test_accuracy=figure(fit.accuracy(test_x, test_y)),
+                   test_statements_lost=figure(fit.statements_lost(test_x, test_y)),
+                   test_strict_accuracy=figure(fit.accuracy(test_x, test_y, strict=True)),
+                   test_strict_statements_lost=figure(fit.statements_lost(test_x, test_y, strict=True)))
 
 
 def _matrix(items: list[Item], vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -36,11 +36,18 @@ class Command(BaseCommand):
         weights = trained.fit.weights(labelled_sha256=labelled.digest(source), train_items=trained.dev_items,
                                       locomo_items=locomo_items)
         Path(options["output"]).write_text(json.dumps(weights, indent=1) + "\n")
-        figures = {"dev_items": trained.dev_items, "test_items": trained.test_items, "C": trained.fit.c,
-                   "threshold": trained.fit.threshold, "dev_cv_accuracy": trained.fit.cv_accuracy,
-                   "test_accuracy": trained.test_accuracy, "locomo_items": locomo_items}
-        self.stderr.write(f"chatter head: C {trained.fit.c}, threshold {trained.fit.threshold}; dev (cross-validated) "
-                          f"accuracy {trained.fit.cv_accuracy} on {trained.dev_items} items, test accuracy "
-                          f"{trained.test_accuracy} on {trained.test_items} items; written to {options['output']}")
+        fit = trained.fit
+        figures = {"dev_items": trained.dev_items, "test_items": trained.test_items, "locomo_items": locomo_items,
+                   "C": fit.c, "threshold": fit.threshold, "strict_threshold": fit.strict_threshold,
+                   "dev_cv_accuracy": fit.cv_accuracy, "test_accuracy": trained.test_accuracy,
+                   "test_statements_lost": trained.test_statements_lost,
+                   "test_strict_accuracy": trained.test_strict_accuracy,
+                   "test_strict_statements_lost": trained.test_strict_statements_lost}
+        self.stderr.write(f"chatter head: C {fit.c}; dev (cross-validated) accuracy {fit.cv_accuracy} on "
+                          f"{trained.dev_items} items; on the {trained.test_items} test items, at threshold "
+                          f"{fit.threshold}: accuracy {trained.test_accuracy}, statements taken for chatter "
+                          f"{trained.test_statements_lost}; at the strict threshold {fit.strict_threshold}: "
+                          f"accuracy {trained.test_strict_accuracy}, statements taken for chatter "
+                          f"{trained.test_strict_statements_lost}; written to {options['output']}")
         if options["json"]:
             self.stdout.write(json.dumps(figures))
