@@ -267,7 +267,8 @@ class EmbeddedServices:
 # Commands that report figures run on their own throwaway services (ARCHITECTURE.md, "Commands that report
 # figures"), so they never touch the demo's data and may run beside each other.
 ISOLATED_COMMANDS = {"bench", "evaluate", "prove", "browser_check"}
-NO_SERVICES_COMMANDS = {"devservers", "results", "help", "makemigrations", "version", "--help", "-h", "--version"}
+NO_SERVICES_COMMANDS = {"devservers", "results", "train_language", "help", "makemigrations", "version", "--help", "-h",
+                        "--version"}
 NO_MIGRATE_COMMANDS = {"migrate", "showmigrations", "sqlmigrate"}
 
 

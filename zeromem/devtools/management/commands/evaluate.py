@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 from django.utils import timezone
@@ -12,12 +13,16 @@ from tqdm import tqdm
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import EXTRACTIVE
+from zeromem.devtools.evaluation import language as language_evaluation
 from zeromem.devtools.evaluation import locomo, longmemeval
 from zeromem.devtools.evaluation.merges import evaluate_merges
 from zeromem.devtools.evaluation.opsignals import evaluate_opsignals
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
+from zeromem.devtools.evaluation.splits import ALL, SPLITS
 from zeromem.devtools.evaluation.updates import DEFAULT_PATH, evaluate_updates, load_cases
+from zeromem.devtools.language.labelled import LABELLED_PATH
+from zeromem.language.readers import READERS
 
 # The figures measure the product without an LLM: no reflection model, whatever the environment configures (the
 # evaluation tenants keep the default policy, without the extraction phase; `evaluation_tenant`).
@@ -56,11 +61,18 @@ class Command(BaseCommand):
         ops.add_argument("--window-as", choices=("field", "tags"), default="field",
                          help="the window as MemoryInput.window (field) or as a tag window:<name> (tags)")
         ops.add_argument("--json", action="store_true")
+        language = sub.add_parser("language", help="each reader's accuracy per judgement on the labelled language set")
+        language.add_argument("--split", choices=(*SPLITS, ALL), default="dev")
+        language.add_argument("--reader", action="append", choices=sorted(READERS), help="only these (default: all)")
+        language.add_argument("--labelled", default=str(LABELLED_PATH), help="the labelled set (jsonl)")
+        language.add_argument("--locomo", default=str(locomo.DEFAULT_PATH), help="LoCoMo data for its labelled turns")
+        language.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         # Each evaluation's tenant runs without the safety net (`evaluation_tenant`): it measures retrieval itself.
         {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
-         "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges}[which](options)
+         "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges,
+         "language": self._language}[which](options)
 
     @staticmethod
     def _cluster(tenant_id: int, user_id: str) -> Any:
@@ -105,6 +117,14 @@ class Command(BaseCommand):
               f"memories: {figures}; {result['seconds']} s")
         if options["json"]:
             self.stdout.write(json.dumps(result))
+
+    def _language(self, options: dict[str, Any]) -> None:
+        outcome = language_evaluation.evaluate_language_run(
+            labelled_path=Path(options["labelled"]), locomo_path=Path(options["locomo"]), split=options["split"],
+            reader_names=options["reader"] or list(READERS), workers=settings.ZEROMEMORY_EMBEDDING_WORKERS,
+            cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR), report=self.stderr.write)
+        if options["json"]:
+            self.stdout.write(json.dumps(outcome))
 
     def _opsignals(self, options: dict[str, Any]) -> None:
         with override_settings(**NO_LLM):
