@@ -30,6 +30,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
 from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, substance
 from zeromem.core.domain.entities import extract_entities
@@ -430,14 +431,30 @@ _READER_VERDICTS = {REPLACES: Verdict(SUPERSEDE, "a newer value of the same attr
                                           1.0, unsure=True)}
 
 
-def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader) -> list[ClaimVerdict]:
-    """The supersedes and contradictions the reader finds among the pairs, each judged once in time order. Within
-    one session two statements are parts of one account (a list, a correction): never flagged."""
+_UNSURE = Verdict(COMPATIBLE, "the same attribute, no value clearly changed", 1.0, unsure=True)
+
+
+def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader,
+                    vectors: Sequence[Any] | None = None, *, keep_unsure: bool = False) -> list[ClaimVerdict]:
+    """The supersedes and contradictions the reader finds among the pairs, each judged once in time order, with
+    each claim's vector where `vectors` (by memory) has one. Within one session two statements are parts of one
+    account (a list, a correction): never flagged. With `keep_unsure` (a model will look), also the pairs the
+    reader finds about the same attribute without a clearly changed value ("I'm learning the violin." / "I gave
+    up the violin.")."""
     ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))) for a, b in pairs]
-    relations = reader.relation([(Said(o.text, o.statement.at), Said(n.text, n.statement.at)) for o, n in ordered])
-    return [ClaimVerdict(older, newer, _READER_VERDICTS[relation])
-            for (older, newer), relation in zip(ordered, relations, strict=True) if relation in _READER_VERDICTS
-            and not (relation == CONTRADICTED and older.session is not None and older.session == newer.session)]
+
+    def said(claim: Claim) -> Said:
+        return Said(claim.text, claim.statement.at, vectors[claim.memory] if vectors is not None else None)
+
+    relations = reader.relation([(said(o), said(n)) for o, n in ordered])
+    found = [ClaimVerdict(older, newer, _READER_VERDICTS[relation])
+             for (older, newer), relation in zip(ordered, relations, strict=True) if relation in _READER_VERDICTS
+             and not (relation == CONTRADICTED and older.session is not None and older.session == newer.session)]
+    if keep_unsure:
+        kept = [pair for pair, relation in zip(ordered, relations, strict=True) if relation not in _READER_VERDICTS]
+        alike = reader.same_attribute([(said(o), said(n)) for o, n in kept])
+        found += [ClaimVerdict(o, n, _UNSURE) for (o, n), same in zip(kept, alike, strict=True) if same]
+    return found
 
 
 def _changes(claim: Claim) -> bool:

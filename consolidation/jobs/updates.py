@@ -7,10 +7,12 @@ ledger row, the run's lease renewed. The clustering job plans merges around what
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
@@ -47,7 +49,7 @@ from zeromem.core.domain.policy import UpdatesPolicy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.language.default import DefaultReader
+from zeromem.language.default import DefaultReader, Thresholds
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 
 
@@ -73,9 +75,11 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
             claims, found, keep_unsure=judge is not None, min_gap=timedelta(hours=policy.min_gap_hours),
             same_attribute=policy.same_attribute, certain_attribute=policy.certain_attribute)
     else:
-        reader = DefaultReader(min_gap=timedelta(hours=policy.min_gap_hours))
+        reader = DefaultReader(thresholds=Thresholds(min_gap=timedelta(hours=policy.min_gap_hours),
+                                                     alike=policy.worded_alike, similar=policy.meant_alike))
         found = reader_pairs(claims, reader)
-        verdicts = reader_verdicts(claims, found, reader)
+        verdicts = reader_verdicts(claims, found, reader, vectors=_whole_claim_vectors(loaded, claims),
+                                   keep_unsure=judge is not None)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
     retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
                    for older, retired in updates.retired.items()]
@@ -106,6 +110,13 @@ def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
     return [claim for index, row in enumerate(loaded.rows) if not row.is_semantic
             for claim in claims_of(index, row.content, row.said_at, role=row.role, scope=loaded.items[index].scope,
                                    session=row.session_id, common_names=common)]
+
+
+def _whole_claim_vectors(loaded: Loaded, claims: Sequence[Claim]) -> list[np.ndarray | None]:
+    """Each memory's stored vector where its one claim is all it says (a longer turn's vector is about more)."""
+    per_memory = Counter(c.memory for c in claims)
+    return [loaded.vectors[n] if loaded.vectors is not None and loaded.has_vector[n] and per_memory[n] == 1 else None
+            for n in range(len(loaded.rows))]
 
 
 def decisions_of(updates: Updates) -> list[Decision]:

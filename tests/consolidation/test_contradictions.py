@@ -156,7 +156,8 @@ def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_e
     assert stale.state == "archived" and stale.superseded_by_id == new and stale.valid_to is not None
     assert MemoryRelation.objects.filter(from_memory_id=new, to_memory_id=old, relation_type="supersedes").exists()
     entry = LedgerEntry.objects.get(action="supersede")
-    assert entry.inputs["older"]["content"].startswith("Max retries") and entry.reason == "a newer value of the same attribute"
+    assert entry.inputs["older"]["content"].startswith("Max retries")
+    assert entry.reason == "a newer value of the same attribute"
     assert "memory.superseded" in [e["event"] for e in events]
 
 

@@ -18,8 +18,12 @@ from zeromem.devtools.fake_llm import FakeLLM, Reply
 from zeromem.models import LlmUsage, Memory
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-ON_CALL_THEN = "The on-call engineer this week is Priya Shah."
-ON_CALL_NOW = "The on-call engineer this week is Omar Haddad."
+# The same attribute without a value that changed: the default reader is unsure, a model may decide.
+ON_CALL_THEN = "I'm learning the violin."
+ON_CALL_NOW = "I quit the violin to focus on piano lessons."
+# What the frozen rules were unsure of (a changed name without a cue).
+RULES_THEN = "The on-call engineer this week is Priya Shah."
+RULES_NOW = "The on-call engineer this week is Omar Haddad."
 
 
 def reply(*items: dict[str, object]) -> str:
@@ -94,6 +98,6 @@ def test_a_pair_the_rules_are_sure_of_is_never_sent():
 
     sure = judge(Statement.parse("I've planted 12 tomato seedlings.", T0),
                  Statement.parse("I've planted 20 tomato seedlings.", T0.replace(month=5)))
-    unsure = judge(Statement.parse(ON_CALL_THEN, T0), Statement.parse(ON_CALL_NOW, T0.replace(month=5)))
+    unsure = judge(Statement.parse(RULES_THEN, T0), Statement.parse(RULES_NOW, T0.replace(month=5)))
     assert not sure.unsure and sure.kind == SUPERSEDE
     assert unsure.unsure and unsure.kind == COMPATIBLE

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from zeromem.language import KEEPS, REPLACES, Said, pipeline
-from zeromem.language.default import DefaultReader, read
+from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said, pipeline
+from zeromem.language.default import DefaultReader, Thresholds, read
 
 BASE = datetime(2025, 3, 1, 9, 0)
 
@@ -51,9 +51,10 @@ def test_the_modifiers_are_part_of_the_attribute(reader):
                                        "The production database has 5 replicas.")]) == [False]
 
 
-def test_a_value_said_within_the_minimum_gap_replaces_nothing(reader):
-    assert reader.relation([pair("My phone bill is $80.", "They raised my phone bill to $95.", days=0.01)]) == [KEEPS]
-    assert DefaultReader(min_gap=timedelta(0)).relation(
+def test_a_value_changed_within_the_minimum_gap_is_a_contradiction_for_a_person(reader):
+    assert reader.relation([pair("My phone bill is $80.", "They raised my phone bill to $95.", days=0.01)]) == [
+        CONTRADICTS]
+    assert DefaultReader(thresholds=Thresholds(min_gap=timedelta(0))).relation(
         [pair("My phone bill is $80.", "They raised my phone bill to $95.", days=0.01)]) == [REPLACES]
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from number_parser import parse_number, parse_ordinal
 
 from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
@@ -38,8 +39,18 @@ _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
 _CLIMB = frozenset({"pobj", "attr", "dobj", "acomp", "npadvmod", "appos", "nummod", "quantmod", "oprd", "conj",
                     "advmod", "pcomp", "prep", "xcomp", "ccomp", "nmod", "compound", "dative"})
 MIN_GAP = timedelta(hours=1)
+_MINILM_DIMENSION = 384
 # A format, not a word: a time, a version or a decimal written with digits ("7:40", "2.14.3").
 _NUMERIC = re.compile(r"^v?\d+(?:[:.,/]\d+)+$")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The reader's settings (clustering's update policy passes them; defaults chosen on the labelled dev split)."""
+
+    min_gap: timedelta = MIN_GAP  # a changed value said closer together than this contradicts, never replaces
+    alike: float = 0.5  # share of content lemmas (values masked) at which two statements are worded alike
+    similar: float = 0.5  # cosine of two statements' MiniLM vectors at which they mean alike
 
 
 @dataclass(frozen=True)
@@ -268,16 +279,25 @@ def _said_alike(a: Reading, b: Reading, threshold: float) -> bool:
     return len(a.content & b.content) / len(a.content | b.content) >= threshold
 
 
-def same_attribute(a: Reading, b: Reading, *, alike: float = 0.5) -> bool:
-    if shared_facts(a, b) or _said_alike(a, b, alike):
+def same_attribute(a: Reading, b: Reading, *, similarity: float | None = None, policy: Thresholds | None = None
+                   ) -> bool:
+    """A shared fact, or worded alike, or (given the texts' vectors' cosine) meaning alike with no attribute whose
+    modifiers disagree; without values, a shared noun phrase."""
+    policy = policy or Thresholds()
+    if shared_facts(a, b) or _said_alike(a, b, policy.alike) or _meant_alike(a, b, similarity, policy.similar):
         return True
     return any(x.matches(y) for x in a.attributes for y in b.attributes) and not (a.facts and b.facts)
 
 
-def changed(a: Reading, b: Reading, *, alike: float = 0.5) -> bool:
+def _meant_alike(a: Reading, b: Reading, similarity: float | None, threshold: float) -> bool:
+    return similarity is not None and similarity >= threshold and not _conflicting(a, b)
+
+
+def changed(a: Reading, b: Reading, *, similarity: float | None = None, policy: Thresholds | None = None) -> bool:
     """A value on a shared attribute the newer one no longer states, or a negation that flips on one."""
+    policy = policy or Thresholds()
     pairs = shared_facts(a, b)
-    if not pairs and _said_alike(a, b, alike):
+    if not pairs and (_said_alike(a, b, policy.alike) or _meant_alike(a, b, similarity, policy.similar)):
         pairs = [(x, y) for x in a.facts for y in b.facts]
     if pairs:
         older = {x.value for x, _ in pairs}
@@ -286,36 +306,54 @@ def changed(a: Reading, b: Reading, *, alike: float = 0.5) -> bool:
     return _flipped(a, b)
 
 
-def relation(older: Reading, newer: Reading, gap: timedelta, *, min_gap: timedelta = MIN_GAP) -> str:
+def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: float | None = None,
+             policy: Thresholds | None = None) -> str:
     """`REPLACES` a changed value said later; `CONTRADICTS` one said at the same time (a person decides which
     holds); readings of a moment and one-off events are each true on their own."""
-    if older.measured or newer.measured or older.event or gap < timedelta(0) or not changed(older, newer):
+    policy = policy or Thresholds()
+    if (older.measured or newer.measured or older.event or gap < timedelta(0)
+            or not changed(older, newer, similarity=similarity, policy=policy)):
         return KEEPS
-    return REPLACES if gap >= min_gap else CONTRADICTS
+    return REPLACES if gap >= policy.min_gap else CONTRADICTS
 
 
 class DefaultReader:
     name = "default"
 
-    def __init__(self, *, min_gap: timedelta = MIN_GAP) -> None:
-        self.min_gap = min_gap
+    def __init__(self, *, thresholds: Thresholds | None = None, strict: bool = False) -> None:
+        self.thresholds = thresholds or Thresholds()
+        self.strict = strict  # chatter only past the head's strict threshold: for callers that drop chatter
 
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
         return [r.keys for r in read([s.text for s in said])]
 
     def chatter(self, said: Sequence[Said]) -> list[bool]:
-        from zeromem.language.head import chatter_probability, threshold
+        """The learned head on each text's stored MiniLM vector; without one (another embedder, none stored) a
+        text counts as a statement: nothing is dropped on a guess."""
+        from zeromem.language.head import chatter_head
 
-        return [p >= threshold() for p in chatter_probability([s.vector for s in said])]
+        found = [False] * len(said)
+        rows = [n for n, s in enumerate(said) if s.vector is not None and len(s.vector) == _MINILM_DIMENSION]
+        if rows:
+            verdicts = chatter_head().is_chatter(np.array([said[n].vector for n in rows]), strict=self.strict)
+            for n, verdict in zip(rows, verdicts, strict=True):
+                found[n] = bool(verdict)
+        return found
 
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]:
-        readings = _paired(pairs)
-        return [same_attribute(a, b) for a, b in readings]
+        return [same_attribute(a, b, similarity=_cosine(x, y), policy=self.thresholds)
+                for (a, b), (x, y) in zip(_paired(pairs), pairs, strict=True)]
 
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
-        readings = _paired(pairs)
-        return [relation(a, b, y.at - x.at, min_gap=self.min_gap)
-                for (a, b), (x, y) in zip(readings, pairs, strict=True)]
+        return [relation(a, b, y.at - x.at, similarity=_cosine(x, y), policy=self.thresholds)
+                for (a, b), (x, y) in zip(_paired(pairs), pairs, strict=True)]
+
+
+def _cosine(a: Said, b: Said) -> float | None:
+    """Of the stored MiniLM vectors (unit length), when both texts have one."""
+    if a.vector is None or b.vector is None or len(a.vector) != len(b.vector):
+        return None
+    return float(np.dot(np.asarray(a.vector, dtype=np.float64), np.asarray(b.vector, dtype=np.float64)))
 
 
 def _paired(pairs: Sequence[tuple[Said, Said]]) -> list[tuple[Reading, Reading]]:

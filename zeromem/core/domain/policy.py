@@ -92,6 +92,12 @@ class UpdatesPolicy(Section):
     reader: Literal["default", "rules"] = setting(
         "default", "Which language reader judges the pairs (zeromem/language): `default` reads spaCy's parse, values "
         "and time; `rules` is the frozen word-table grammar, kept for comparison (its thresholds are the two below).")
+    worded_alike: float = setting(
+        0.5, "Default reader: two statements whose content words (values masked) overlap at least this much (shared "
+        "over all) are about the same attribute.", ge=0.0, le=1.0)
+    meant_alike: float = setting(
+        0.5, "Default reader: two one-statement memories whose stored vectors' cosine reaches this, and whose noun "
+        "phrases do not disagree, are about the same attribute.", ge=0.0, le=1.0)
     min_gap_hours: float = setting(
         1.0, "A newer statement supersedes an older one only when said at least this many hours later; two said "
         "closer together are parts of one account (at most flagged).", ge=0.0, le=24.0 * 365)
