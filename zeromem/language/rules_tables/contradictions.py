@@ -21,8 +21,10 @@ WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently|rea
 ACQUIRED = re.compile(r"\b(?:added|got|bought|received|picked up|completed|finished)\s+(?:a|an|another|one more)\s+"
                        r"(?:new\s+|more\s+)?([a-z][a-z-]+)", re.I)
 
+# Written twice: merging.NEGATION also takes "nothing", "none", "without" and any "n't", but not "cannot".
 NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b", re.I)
 
+# Written twice: profile_statements.NARRATOR_MENTION and FIRST_OR_SECOND have other words.
 FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|we've|our|ours|us)\b", re.I)
 
 # A measurement of a moment or a window, not a state: latencies, rates, heartbeats, temperatures.
@@ -35,6 +37,8 @@ READING = re.compile(
 OPERATION = re.compile(r"\b(?:deployed|deploying|rolled (?:back|out)|rolling back|restarted|restarting|scaled|"
                         r"failed over|paged|released|reverted|redeployed)\b", re.I)
 
+# Written twice: merging.RELATIVE and AGO (anchored to a date) and profile_statements.TIME
+# (a fronted time phrase) spell relative time with other words.
 # A one-off event on a date ("on 7/10", "that day", "yesterday"), unless it says it is a running total.
 DATED = re.compile(
     r"\b(?:on \d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|that day|yesterday|today|tonight|this morning|last night|"
@@ -53,6 +57,7 @@ REQUEST = re.compile(r"^(?:please |now |so )?(?:write|give|discuss|recount|creat
 RUNNING_TOTAL = re.compile(r"\b(?:so far|in total|total|in all|altogether|since|already|now|currently|brings?)\b",
                             re.I)
 
+# Written twice: entities.QUESTION_START (classify_kind's) wants a subject after the opener.
 QUESTION_START = re.compile(
     r"^(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|what|how|why|any|have you|has)\b", re.I)
 
@@ -65,6 +70,7 @@ INTENTION = re.compile(
     r"\b(?:thinking (?:of|about)|planning|plan to|i'll|i will|we'll|going to|want to|wanna|would like|i'd like|"
     r"looking (?:for|to|into|forward)|hoping to|considering|might|wondering|if)\b", re.I)
 
+# Written twice: merging.NUMBERS (relative dates) counts "a", "a few", "a couple of", up to ten.
 NUMBER_WORDS = {w: str(n) for n, w in enumerate([
     "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])} | {
@@ -82,6 +88,7 @@ CUE_WORDS = word_set("""now longer anymore changed change moved switched upgrade
     increased decreased replaced instead gave given stopped quit finished new updated went used started currently
     just actually already still brings bring""")
 
+# Written twice: merging.THIN_WORDS is chat filler with other words.
 # Talk that says nothing about the attribute: light verbs, fillers, time words.
 LIGHT_WORDS = word_set("""really way speaking think thinking thought know want wanted wanting need needed like
     love loving going gonna make made making lot lots thing things good great well able try trying tried help

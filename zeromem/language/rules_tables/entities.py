@@ -65,6 +65,7 @@ def alternation(options: frozenset[str]) -> str:
 
 MONTHS = alternation(MONTH_WORDS)
 
+# Written twice: contradictions.QUESTION_START takes the opener alone ("do", "any", "have you").
 QUESTION_START = re.compile(
     r"^(?:(?:what|when|where|why|how|who|whom|whose|which)(?:['’]s|\s+(?:is|are|was|were|do|does|did|can"
     r"|could|would|should|will|has|have|had|about|many|much|long|often|come))\b"

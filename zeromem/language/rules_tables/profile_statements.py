@@ -67,16 +67,19 @@ OPENERS = re.compile(
     r"(?:wow|ha(?:ha)+|lol|omg|honestly|actually|personally|basically|seriously|frankly|tbh|btw|oh|yeah)\s+"
     r"(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our|me)\b))", re.I)
 
+# Written twice: merging.VOCATIVE finds the name after a comma or a greeting, anywhere.
 VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?=(?:I|I'm|I've|I'll|I'd|[Ww]e|[Mm]y|[Oo]ur)\b)")
 
 FIRST_OR_SECOND = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|"
                               r"yourselves)\b", re.I)
 
+# Written twice: entities' capitalised non-names add DATE_WORDS (abbreviations, plurals), not seasons.
 NOT_NAMES = CAPITALISED_STOP_WORDS | word_set("""
     January February March April June July August September October November December Monday Tuesday
     Wednesday Thursday Friday Saturday Sunday Spring Summer Autumn Fall Winter Christmas Easter
 """)
 
+# Written twice: contradictions.FIRST_PERSON also counts "I", "we" and contractions.
 NARRATOR_MENTION = re.compile(r"\b(?:me|my|mine|myself|us|our|ours|ourselves)\b", re.I)
 
 SUBORDINATE = re.compile(r"^(?:when|whenever|after|before|since|while|if|because|although|though|as|once|until|"
@@ -92,6 +95,7 @@ FRONTED = re.compile(r"^(?:in|on|at|last|this|next|every|each|yesterday|today|to
 PREFACE = re.compile(r"^(?:after|before|during|since|at|in|on|for|over|every|each|most|when|whenever|while|once)\b"
                       r"[\w\s'-]{0,40}?\s(?=(?:I|I'm|I've|I'll|I'd|we|we're|we've)\b)", re.I)
 
+# Written twice: contradictions.DATED and merging.RELATIVE spell relative time with other words.
 TIME = re.compile(r"^(?:(?:last|this|next|every|each|one|that) (?:week|weekend|month|year|morning|afternoon|"
                    r"evening|night|day|time|summer|winter|spring|fall|autumn|\w+day)s?|yesterday|today|tonight|"
                    r"recently|lately|nowadays|these days|sometimes|usually|often|always|also|finally|now|then|"
