@@ -34,10 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCANNED = ("zeromem", "consolidation", "profiles")
 LANGUAGE = ROOT / "zeromem" / "language"
+# The frozen `rules` reader: its tables and its wrapper. The rest of the package (the seam's own readers) holds no
+# frozen table; the first test's rule stops at the package, as the issue has it.
+FROZEN = (LANGUAGE / "rules_tables", LANGUAGE / "rules.py")
 EXEMPT = (ROOT / "zeromem" / "devtools", LANGUAGE)
 MIN_WORDS = 8
 # The frozen tables' words when they moved into the language package: lower it when a table shrinks or goes.
-FROZEN_WORDS = 2987
+FROZEN_WORDS = 2982
 
 # Closed sets of names that are no English judgement, each with the reason.
 NOT_LANGUAGE = {
@@ -46,6 +49,7 @@ NOT_LANGUAGE = {
 
 PATTERN_FUNCTIONS = {"compile", "match", "fullmatch", "search", "sub", "subn", "split", "findall", "finditer"}
 WORD = re.compile(r"[A-Za-z]+(?:['’ -][A-Za-z]+)*")
+ANY_LETTER = "·"  # a class of letters in a spelled alternative: "[A-Z][a-z]+" is the shape of a name, not a word
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,8 @@ def _spelled(items: list[tuple[object, object]]) -> str | None:
 
 
 def _class_letter(members: list[tuple[object, object]]) -> str | None:
-    """A character class of letters ("[sz]", "[a-z]", "\\w") or spaces reads as one of them; any other is a format."""
+    """A character class of letters ("[sz]", "[a-z]", "\\w") reads as ANY_LETTER, one of a space, an apostrophe or a
+    hyphen as that character ("\\s" as a space); any other class is a format."""
     for op, av in members:
         if op is sre_constants.LITERAL and (chr(av).isalpha() or chr(av) in " '-’"):  # type: ignore[arg-type]
             continue
@@ -110,10 +115,11 @@ def _class_letter(members: list[tuple[object, object]]) -> str | None:
         if op is sre_constants.CATEGORY and av in (sre_constants.CATEGORY_WORD, sre_constants.CATEGORY_SPACE):
             continue
         return None
+    if any(op is sre_constants.RANGE or av is sre_constants.CATEGORY_WORD
+           or op is sre_constants.LITERAL and chr(av).isalpha() for op, av in members):  # type: ignore[arg-type]
+        return ANY_LETTER
     op, av = members[0]
-    if op is sre_constants.CATEGORY:
-        return "w" if av is sre_constants.CATEGORY_WORD else " "
-    return chr(av[0] if op is sre_constants.RANGE else av)  # type: ignore[index, arg-type]
+    return " " if op is sre_constants.CATEGORY else chr(av)  # type: ignore[arg-type]
 
 
 def _branches(items: object) -> Iterator[list[list[tuple[object, object]]]]:
@@ -136,8 +142,15 @@ def pattern_words(pattern: str) -> int:
         parsed = sre_parse.parse(pattern)
     except (re.error, OverflowError, RecursionError):
         return 0
-    return sum(1 for branch in _branches(parsed) for alternative in branch if not any(True for _ in _branches(
-        alternative)) and (spelled := _spelled(list(alternative))) is not None and WORD.fullmatch(spelled.strip()))
+    return sum(1 for branch in _branches(parsed) for alternative in branch
+               if not any(True for _ in _branches(alternative)) and _is_word(_spelled(list(alternative))))
+
+
+def _is_word(spelled: str | None) -> bool:
+    """A word or phrase with at least one letter of its own ("speaking of [\\w'-]+" is; "[A-Z][a-z]+" is not)."""
+    if spelled is None or not any(c.isalpha() for c in spelled.replace(ANY_LETTER, "")):
+        return False
+    return bool(WORD.fullmatch(spelled.strip().replace(ANY_LETTER, "x")))
 
 
 class _Strings:
@@ -189,7 +202,7 @@ def _pattern_argument(node: ast.Call) -> ast.expr | None:
 
 # --- word sets ---------------------------------------------------------------------------------------------------
 
-def _is_word(node: ast.expr | None) -> bool:
+def _is_word_constant(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(WORD.fullmatch(node.value))
 
 
@@ -197,19 +210,19 @@ def _text_words(text: str) -> int:
     return sum(1 for w in text.split() if WORD.fullmatch(w))
 
 
-def collection_words(node: ast.expr) -> int:
+def collection_words(node: ast.expr, strings: _Strings | None = None) -> int:
     """The English words a literal collection or a word-list call holds (0 for anything else)."""
+    strings = strings or _Strings(ast.Module(body=[], type_ignores=[]))
     if isinstance(node, ast.Set | ast.List | ast.Tuple):
-        return sum(1 for e in node.elts if _is_word(e))
+        return sum(1 for e in node.elts if _is_word_constant(e))
     if isinstance(node, ast.Dict):
         lookup = all(isinstance(v, ast.Constant) for v in node.values)
-        return sum(1 for k in node.keys if _is_word(k)) if lookup else 0
-    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-            and isinstance(node.args[0].value, str) and _called(node) == "word_set":
-        return _text_words(node.args[0].value)
+        return sum(1 for k in node.keys if _is_word_constant(k)) if lookup else 0
+    if isinstance(node, ast.Call) and node.args and _called(node) == "word_set":
+        return _text_words(strings.value(node.args[0]))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "split" \
-            and not node.args and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str):
-        return _text_words(node.func.value.value)
+            and not node.args:
+        return _text_words(strings.value(node.func.value))
     return 0
 
 
@@ -252,7 +265,7 @@ def _tables_of(statement: ast.stmt, strings: _Strings) -> Iterator[tuple[str, in
 
 
 def _counts(node: ast.expr, strings: _Strings) -> Iterator[tuple[str, int]]:
-    yield "word set", collection_words(node)
+    yield "word set", collection_words(node, strings)
     if isinstance(node, ast.Call) and _is_pattern_call(node) and (argument := _pattern_argument(node)):
         yield "pattern", pattern_words(strings.value(argument))
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -283,7 +296,8 @@ def test_no_word_tables_outside_the_language_package() -> None:
 
 
 def test_the_frozen_tables_only_shrink() -> None:
-    tables = [table for path in sorted(LANGUAGE.rglob("*.py")) for table in tables_in(path)]
+    frozen = sorted(path for place in FROZEN for path in ([place] if place.is_file() else place.rglob("*.py")))
+    tables = [table for path in frozen for table in tables_in(path)]
     total = sum(table.words for table in tables)
     assert total <= FROZEN_WORDS, (f"the frozen tables of zeromem/language/ hold {total} words, more than the "
                                    f"{FROZEN_WORDS} they held when they moved there:\n" + "\n".join(map(str, tables)))
@@ -295,6 +309,7 @@ def test_an_alternation_of_words_counts_each_word_however_it_is_grouped() -> Non
     assert pattern_words(r"\b(?:monday|tuesday|wednesday|thursday)\b") == 4
     assert pattern_words(r"^(?:hey|hi|ok(?:ay)?|woo+hoo+)$|(?:thanks|thank you|gave up|i'm)") == 8
     assert pattern_words(r"(?:last (?:week|month)|today)") == 3  # "today", "week", "month"
+    assert pattern_words(r"(?:so much|too|(?-i:[A-Z][a-z]+)|speaking of [\w'-]+)") == 3  # a name's shape is none
 
 
 def test_an_alternation_of_formats_counts_no_words() -> None:
@@ -308,5 +323,8 @@ def test_a_word_set_counts_its_words_not_its_formats() -> None:
     assert count('{"gave up", "no longer", "i\'m", "%Y-%m-%d", "3rd"}') == 3
     assert count('word_set("monday tuesday wednesday 9:30")') == 3
     assert count('"one two three".split()') == 3
+    module = ast.parse('WORDS = """one two three"""\nTABLE = WORDS.split()\nOTHER = word_set(WORDS)')
+    strings = _Strings(module)
+    assert [collection_words(s.value, strings) for s in module.body[1:]] == [3, 3]  # type: ignore[attr-defined]
     assert count('{"written": "writ", "saw": "see"}') == 2
     assert count('{"memories": count, "flags": flags}') == 0  # a record of fields, not a lookup of words
