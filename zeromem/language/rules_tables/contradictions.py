@@ -19,7 +19,7 @@ WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently|rea
 
 # One more of something counted: "I just added a new coin to my collection" changes "I have 37 coins".
 ACQUIRED = re.compile(r"\b(?:added|got|bought|received|picked up|completed|finished)\s+(?:a|an|another|one more)\s+"
-                       r"(?:new\s+|more\s+)?([a-z][a-z-]+)", re.I)
+                      r"(?:new\s+|more\s+)?([a-z][a-z-]+)", re.I)
 
 # Written twice: merging.NEGATION also takes "nothing", "none", "without" and any "n't", but not "cannot".
 NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b", re.I)
@@ -35,7 +35,7 @@ READING = re.compile(
 
 # An operation that happened at a moment (a deploy, a rollback, a restart) is an event, not a state.
 OPERATION = re.compile(r"\b(?:deployed|deploying|rolled (?:back|out)|rolling back|restarted|restarting|scaled|"
-                        r"failed over|paged|released|reverted|redeployed)\b", re.I)
+                       r"failed over|paged|released|reverted|redeployed)\b", re.I)
 
 # Written twice: merging.RELATIVE and AGO (anchored to a date) and profile_statements.TIME
 # (a fronted time phrase) spell relative time with other words.
@@ -49,13 +49,13 @@ DATED = re.compile(
 
 # A request to the assistant ("Write me …", "Give me a plan"), not a statement.
 REQUEST = re.compile(r"^(?:please |now |so )?(?:write|give|discuss|recount|create|explain|describe|list|tell|"
-                      r"make|provide|generate|summari[sz]e|translate|help|show|suggest|rewrite|compose|draft|"
-                      r"let's|imagine|pretend|act|continue|add|remove|use|include|find|compare|offer|outline|"
-                      r"identify|analy[sz]e|check|review|edit|proofread|correct|fix|convert|calculate|design|"
-                      r"recommend|propose|answer|respond|play|start|begin|assume|consider|define|elaborate)\b", re.I)
+                     r"make|provide|generate|summari[sz]e|translate|help|show|suggest|rewrite|compose|draft|"
+                     r"let's|imagine|pretend|act|continue|add|remove|use|include|find|compare|offer|outline|"
+                     r"identify|analy[sz]e|check|review|edit|proofread|correct|fix|convert|calculate|design|"
+                     r"recommend|propose|answer|respond|play|start|begin|assume|consider|define|elaborate)\b", re.I)
 
 RUNNING_TOTAL = re.compile(r"\b(?:so far|in total|total|in all|altogether|since|already|now|currently|brings?)\b",
-                            re.I)
+                           re.I)
 
 # Written twice: entities.QUESTION_START (classify_kind's) wants a subject after the opener.
 QUESTION_START = re.compile(
@@ -99,4 +99,4 @@ LIGHT_WORDS = word_set("""really way speaking think thinking thought know want w
     ideas info information""")
 
 IRREGULAR = {"written": "writ", "wrote": "writ", "bought": "buy", "seen": "see", "saw": "see", "met": "meet",
-              "caught": "catch", "ran": "run", "made": "make", "took": "tak", "taken": "tak"}
+             "caught": "catch", "ran": "run", "made": "make", "took": "tak", "taken": "tak"}

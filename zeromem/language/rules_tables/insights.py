@@ -10,4 +10,4 @@ INSTRUCTION = re.compile(
     r"\byou are now\b|\bas an ai\b|\blanguage model\b", re.I)
 
 VAGUE = re.compile(r"^(?:the )?(?:user|subject|they|he|she) (?:talked|spoke|said|mentioned|discussed|"
-                    r"asked|chatted)\b", re.I)
+                   r"asked|chatted)\b", re.I)

@@ -55,19 +55,19 @@ THIN_WORDS = word_set("""think thought know really make made makes like love lot
 # Written twice: profile_statements.VOCATIVE only knows a name before I/my/we.
 # The person spoken to, named in passing: "Wow, Mel, that's awesome!", "Hey Evan, great hearing from you!".
 VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|oh|aww?))\s*(?-i:[A-Z][a-z]+)"
-                       r"(?=\s*(?:[,!?.]|$))", re.I)
+                      r"(?=\s*(?:[,!?.]|$))", re.I)
 
 # Written twice: contradictions.NUMBER_WORDS (claims' values) runs to twenty, thirty, … hundred.
 NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+           "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
 
 AGO = re.compile(r"\b(\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten) "
-                  r"(day|week|month|year)s? ago\b(?! \()", re.I)
+                 r"(day|week|month|year)s? ago\b(?! \()", re.I)
 
 # Written twice: contradictions.DATED and profile_statements.TIME spell relative time with other words.
 RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|this morning|this evening|this afternoon|"
-                       r"last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn)|"
-                       r"(?:this|next) (?:week|weekend|month|year))\b(?! \()", re.I)
+                      r"last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn)|"
+                      r"(?:this|next) (?:week|weekend|month|year))\b(?! \()", re.I)
 
 # Written twice: contradictions.NEGATION names its contractions and "cannot", and has no "nothing" or "without".
 NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none|neither|nor|without)\b|n't\b", re.I)

@@ -22,7 +22,7 @@ RELATIONS = word_set("""
 
 # Before a relation noun they stay part of it ("best friend", "little sister", "5-year-old daughter").
 RELATION_ADJECTIVES = r"(?:(?:best|little|big|older|younger|oldest|eldest|youngest|new|old|late|dear|twin|" \
-                       r"baby|step|ex|\w+-year-old|\w+-legged|two|three|four)\s+)*"
+                      r"baby|step|ex|\w+-year-old|\w+-legged|two|three|four)\s+)*"
 
 ADVERBS = word_set("""
     really also just always never still often usually sometimes even only actually totally absolutely truly
@@ -45,7 +45,7 @@ PAST = word_set("""
 """)  # the second-last line: present and past alike, read as past (never a wrong "-s")
 
 AGREEMENT = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "don't": "doesn't",
-              "haven't": "hasn't", "aren't": "isn't", "were": "was", "weren't": "wasn't", "wanna": "wants to"}
+             "haven't": "hasn't", "aren't": "isn't", "were": "was", "weren't": "wasn't", "wanna": "wants to"}
 
 AUXILIARIES = word_set("""
     can could will would shall should may might must do does did don't doesn't didn't can't won't couldn't
@@ -71,7 +71,7 @@ OPENERS = re.compile(
 VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?=(?:I|I'm|I've|I'll|I'd|[Ww]e|[Mm]y|[Oo]ur)\b)")
 
 FIRST_OR_SECOND = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|"
-                              r"yourselves)\b", re.I)
+                             r"yourselves)\b", re.I)
 
 # Written twice: entities' capitalised non-names add DATE_WORDS (abbreviations, plurals), not seasons.
 NOT_NAMES = CAPITALISED_STOP_WORDS | word_set("""
@@ -83,40 +83,40 @@ NOT_NAMES = CAPITALISED_STOP_WORDS | word_set("""
 NARRATOR_MENTION = re.compile(r"\b(?:me|my|mine|myself|us|our|ours|ourselves)\b", re.I)
 
 SUBORDINATE = re.compile(r"^(?:when|whenever|after|before|since|while|if|because|although|though|as|once|until|"
-                          r"ever since|every time|each time|whether)\b[^,]*,\s*", re.I)
+                         r"ever since|every time|each time|whether)\b[^,]*,\s*", re.I)
 
 FRONTED = re.compile(r"^(?:in|on|at|last|this|next|every|each|yesterday|today|tonight|recently|lately|nowadays|"
-                      r"back|over|during|for|growing|a (?:few|couple)|earlier|later|then|now|sometimes|usually|"
-                      r"often|occasionally|luckily|sadly|unfortunately|fortunately|hopefully|obviously|normally|"
-                      r"typically|generally|also|still|eventually|thankfully|anyway)\b[^,]*,\s*",
-                      re.I)
+                     r"back|over|during|for|growing|a (?:few|couple)|earlier|later|then|now|sometimes|usually|"
+                     r"often|occasionally|luckily|sadly|unfortunately|fortunately|hopefully|obviously|normally|"
+                     r"typically|generally|also|still|eventually|thankfully|anyway)\b[^,]*,\s*",
+                     re.I)
 
 # No comma after a fronted phrase: the subject is the first I or we ("After work I usually go for a run").
 PREFACE = re.compile(r"^(?:after|before|during|since|at|in|on|for|over|every|each|most|when|whenever|while|once)\b"
-                      r"[\w\s'-]{0,40}?\s(?=(?:I|I'm|I've|I'll|I'd|we|we're|we've)\b)", re.I)
+                     r"[\w\s'-]{0,40}?\s(?=(?:I|I'm|I've|I'll|I'd|we|we're|we've)\b)", re.I)
 
 # Written twice: contradictions.DATED and merging.RELATIVE spell relative time with other words.
 TIME = re.compile(r"^(?:(?:last|this|next|every|each|one|that) (?:week|weekend|month|year|morning|afternoon|"
-                   r"evening|night|day|time|summer|winter|spring|fall|autumn|\w+day)s?|yesterday|today|tonight|"
-                   r"recently|lately|nowadays|these days|sometimes|usually|often|always|also|finally|now|then|"
-                   r"the other day|a while ago|(?:a few|a couple of|\w+) (?:days|weeks|months|years) ago|in \d{4}|"
-                   r"over the (?:weekend|summer|holidays)|on (?:weekends|\w+days?))\s+", re.I)
+                  r"evening|night|day|time|summer|winter|spring|fall|autumn|\w+day)s?|yesterday|today|tonight|"
+                  r"recently|lately|nowadays|these days|sometimes|usually|often|always|also|finally|now|then|"
+                  r"the other day|a while ago|(?:a few|a couple of|\w+) (?:days|weeks|months|years) ago|in \d{4}|"
+                  r"over the (?:weekend|summer|holidays)|on (?:weekends|\w+days?))\s+", re.I)
 
 # He/she/they &c.: who they are is said in another sentence.
 PRONOUN_SUBJECT = re.compile(r"^(?:he|she|they|it|this|that|there|these|those|here|someone|somebody|everyone|"
-                              r"everybody|nobody|something|everything|nothing|one|people|the user|user)"
-                              r"(?:'s|'re|'ve|'ll|'d)?\b", re.I)
+                             r"everybody|nobody|something|everything|nothing|one|people|the user|user)"
+                             r"(?:'s|'re|'ve|'ll|'d)?\b", re.I)
 
 SPEAKER_PRONOUN = re.compile(r"^(?:(?P<they>they)|he|she|the user|user)(?P<verb>'s|'re|'ve|'ll|'d)?\b", re.I)
 
 NOUN_PHRASE = r"(?:(?:[Mm]y|[Oo]ur) (?:[a-z-]+ )?[a-z-]+|[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
 
 JOINT = re.compile(rf"^(?:(?:I|[Mm]e) and (?P<after>{NOUN_PHRASE})|(?P<before>{NOUN_PHRASE}) and (?:I|me))"
-                    r"(?=[\s,])")
+                   r"(?=[\s,])")
 
 POSSESSED = re.compile(rf"^(?:(?:one|some|all|both|two|three|most|many) of )?(?:my|our) (?P<phrase>"
-                        rf"{RELATION_ADJECTIVES}(?P<noun>[a-z-]+))(?:,? (?P<name>(?-i:[A-Z][a-z]+))(?=[\s,]))?",
-                        re.I)
+                       rf"{RELATION_ADJECTIVES}(?P<noun>[a-z-]+))(?:,? (?P<name>(?-i:[A-Z][a-z]+))(?=[\s,]))?",
+                       re.I)
 
 COPULA_MINE = re.compile(rf"^(?:[\w'\"“”-]+ ){{0,3}}?[\w'\"“”-]+ (?:is|was|has been) (?:my|our) "
-                          rf"(?P<phrase>{RELATION_ADJECTIVES}(?P<noun>[a-z-]+))", re.I)
+                         rf"(?P<phrase>{RELATION_ADJECTIVES}(?P<noun>[a-z-]+))", re.I)

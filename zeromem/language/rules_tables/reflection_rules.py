@@ -10,12 +10,12 @@ PERSON = r"(?:i|we|he|she|they)"
 WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
 PASSING = re.compile(r"\b(?:i'm|i am|i feel|feeling|i was) (?:so |really |truly |very |just |super )?(?:thrilled|"
-                      r"grateful|thankful|happy|excited|proud|glad|hopeful|swamped|tired|sorry|off to|about to|"
-                      r"stoked|pumped|nervous|bummed)\b", re.I)
+                     r"grateful|thankful|happy|excited|proud|glad|hopeful|swamped|tired|sorry|off to|about to|"
+                     r"stoked|pumped|nervous|bummed)\b", re.I)
 
 # "I love that/this/how …" reacts to something just said or shown; it is no lasting preference.
 NOT_A_REACTION = (r"(?! (?:that|it|this|these|those|how|the way|all|seeing|hearing|when|what|your|you|"
-                   r"them|him|her)\b)")
+                  r"them|him|her)\b)")
 
 RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ("failure_pattern", 0.7, re.compile(
