@@ -34,101 +34,55 @@ from typing import Any
 
 from consolidation.domain.merging import MIN_SUBSTANCE, is_low_signal, sentences, substance
 from zeromem.core.domain.entities import extract_entities
-from zeromem.core.domain.text import STATEMENT_STOP_WORDS, split_speaker, starts_with_digit, statement_tokens, word_set
+from zeromem.core.domain.text import split_speaker, starts_with_digit, statement_tokens, word_set
 from zeromem.language import CONTRADICTS as CONTRADICTED
 from zeromem.language import REPLACES, Reader, Said
+from zeromem.language.rules_tables.contradictions import (
+    ABANDON,
+    ACQUIRED,
+    CHAT_GLUE,
+    CUE_WORDS,
+    DATED,
+    FIRST_PERSON,
+    INTENTION,
+    IRREGULAR,
+    LIGHT_WORDS,
+    NEGATION,
+    NOT_HEADS,
+    NUMBER_WORDS,
+    OPERATION,
+    ORDINALS,
+    QUESTION_START,
+    READING,
+    REQUEST,
+    RUNNING_TOTAL,
+    UPDATE,
+    WEAK_UPDATE,
+)
+from zeromem.language.rules_tables.text import STATEMENT_STOP_WORDS
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
 MIN_GAP = timedelta(hours=1)  # a statement supersedes one made at least this much earlier
 
-# Strong cues say a value was replaced; weak ones ("now", "new") only count when the older value is gone.
-_UPDATE = re.compile(
-    r"\b(?:no longer|anymore|any more|moved|switched|upgraded|downgraded|bumped|raised|lowered|increased|"
-    r"decreased|replaced|instead|gave up|given up|stopped|quit|is up to|is down to|went up|went down|"
-    r"used to|not anymore|changed)\b", re.I)
-_ABANDON = re.compile(r"\b(?:gave up|given up|stopped|quit|no longer|not anymore|replaced|switched|finished)\b", re.I)
 _PHRASE_END = re.compile(r"[,.;:!?]|\s(?:and|but|so|because|now)\s", re.I)
-_WEAK_UPDATE = re.compile(r"\b(?:now|new|these days|updated|started|currently|reached|became)\b", re.I)
-# One more of something counted: "I just added a new coin to my collection" changes "I have 37 coins".
-_ACQUIRED = re.compile(r"\b(?:added|got|bought|received|picked up|completed|finished)\s+(?:a|an|another|one more)\s+"
-                       r"(?:new\s+|more\s+)?([a-z][a-z-]+)", re.I)
 _ADDITION = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|besides)\b", re.I)
-_NEGATION = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't|isn't|aren't|wasn't|won't|can't|cannot)\b", re.I)
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|we've|our|ours|us)\b", re.I)
-# A measurement of a moment or a window, not a state: latencies, rates, heartbeats, temperatures.
-_READING = re.compile(
-    r"\b(?:p\d{2,3}|latency|latencies|error rate|errors?|[45]xx|(?:http|status|returning|returned) [45]\d\d|"
-    r"timeouts?|heartbeats?|cpu|load|throughput|"
-    r"qps|rps|requests? per|uptime|temperature|readings?|measured|spiked?|sev\d|severity|alerts?|ms)\b|%", re.I)
-# An operation that happened at a moment (a deploy, a rollback, a restart) is an event, not a state.
-_OPERATION = re.compile(r"\b(?:deployed|deploying|rolled (?:back|out)|rolling back|restarted|restarting|scaled|"
-                        r"failed over|paged|released|reverted|redeployed)\b", re.I)
-# A one-off event on a date ("on 7/10", "that day", "yesterday"), unless it says it is a running total.
-_DATED = re.compile(
-    r"\b(?:on \d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}|that day|yesterday|today|tonight|this morning|last night|"
-    r"remember|ago|the other day|back in|earlier in|"
-    r"last (?:week|weekend|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}(?:st|nd|rd|th)?|"
-    r"\d{1,2}(?:st|nd|rd|th)? of (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\b", re.I)
-# A request to the assistant ("Write me …", "Give me a plan"), not a statement.
-_REQUEST = re.compile(r"^(?:please |now |so )?(?:write|give|discuss|recount|create|explain|describe|list|tell|"
-                      r"make|provide|generate|summari[sz]e|translate|help|show|suggest|rewrite|compose|draft|"
-                      r"let's|imagine|pretend|act|continue|add|remove|use|include|find|compare|offer|outline|"
-                      r"identify|analy[sz]e|check|review|edit|proofread|correct|fix|convert|calculate|design|"
-                      r"recommend|propose|answer|respond|play|start|begin|assume|consider|define|elaborate)\b", re.I)
 BRIEF_TOKENS = 25
 MIN_CLAIM_SUBSTANCE = 3  # "I have 3 cats" has three
-_RUNNING_TOTAL = re.compile(r"\b(?:so far|in total|total|in all|altogether|since|already|now|currently|brings?)\b",
-                            re.I)
 # Not a statement of the user's: markdown tables and headings, code, list bullets of generated text.
 _MARKUP = re.compile(r"[|`{}<>]|^\s*(?:#|\*\*|[-*+] |\d+\. )|\b(?:def|import|return|print)\b\(?")
-_QUESTION_START = re.compile(
-    r"^(?:do|does|did|can|could|would|will|should|shall|is|are|was|were|what|how|why|any|have you|has)\b", re.I)
 _CLAUSE_BREAK = re.compile(r"\s+[-–—]\s+|;\s+|,\s+(?=(?:and|but|so|while|which|though)\b)")
-# "By the way, speaking of which, …": chat glue, never a name or a value.
-CHAT_GLUE = re.compile(r"^(?:(?:oh|and|also|anyway|actually|well|so|plus|but|yeah|hey)\b,?\s*)*"
-                       r"(?:(?:by the way|btw|speaking of [\w'-]+(?: [\w'-]+)?|anyway|also)\b,?\s*)*", re.I)
-# An intention or a plan is no state of the world yet: "I'm thinking of …", "I'll …", "looking for …".
-_INTENTION = re.compile(
-    r"\b(?:thinking (?:of|about)|planning|plan to|i'll|i will|we'll|going to|want to|wanna|would like|i'd like|"
-    r"looking (?:for|to|into|forward)|hoping to|considering|might|wondering|if)\b", re.I)
-_NUMBER_WORDS = {w: str(n) for n, w in enumerate([
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])} | {
-    "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2", "once": "1"}
-_ORDINALS = {w: str(n) for n, w in enumerate([
-    "zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-    "eleventh", "twelfth"])}
 _WEEKDAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
 _DURATIONS = word_set("second minute hour day week month year")
 _A_UNIT = re.compile(r"\ban? (day|week|month|year)\b", re.I)
 _ORDINAL_SUFFIX = re.compile(r"(?<=\d)(?:st|nd|rd|th)$")
-# Words that count nothing by themselves: "17 new ones", "5 more".
-_NOT_HEADS = word_set("""new old more other different extra total ones one them it so far of in on at to from for and
-    first last previous current whole""")
-_CUE_WORDS = word_set("""now longer anymore changed change moved switched upgraded downgraded bumped raised lowered
-    increased decreased replaced instead gave given stopped quit finished new updated went used started currently
-    just actually already still brings bring""")
-# Talk that says nothing about the attribute: light verbs, fillers, time words.
-_LIGHT_WORDS = word_set("""really way speaking think thinking thought know want wanted wanting need needed like
-    love loving going gonna make made making lot lots thing things good great well able try trying tried help
-    helping wondering wonder sure definitely maybe probably much many even though since far total recently lately
-    today time times day days week weeks month months year years last next ago yet back again kind sort pretty
-    quite amazing awesome excited glad happy especially actually usually lately recently absolutely totally around
-    while about bit little thanks thank recommendations recommendation suggestions suggestion advice tips tip idea
-    ideas info information""")
-_ATTRIBUTE_STOP = STATEMENT_STOP_WORDS | _CUE_WORDS | _LIGHT_WORDS | frozenset(_NUMBER_WORDS) | frozenset(_ORDINALS)
+_ATTRIBUTE_STOP = STATEMENT_STOP_WORDS | CUE_WORDS | LIGHT_WORDS | frozenset(NUMBER_WORDS) | frozenset(ORDINALS)
 _STEM = re.compile(r"(?:'s|(?<=[sxz])es|(?<=ch)es|(?<=sh)es|(?<!s)s|ing|ed)$")
-
-
-_IRREGULAR = {"written": "writ", "wrote": "writ", "bought": "buy", "seen": "see", "saw": "see", "met": "meet",
-              "caught": "catch", "ran": "run", "made": "make", "took": "tak", "taken": "tak"}
 
 
 def _stem(word: str) -> str:
     """A crude plural and tense folding: "episodes" → "episode", "boxes" → "box", "added" → "add"."""
-    if word in _IRREGULAR:
-        return _IRREGULAR[word]
+    if word in IRREGULAR:
+        return IRREGULAR[word]
     if len(word) <= 4:
         return word
     return word[:-3] + "y" if word.endswith("ies") else _STEM.sub("", word)
@@ -168,23 +122,23 @@ class Statement:
         numbers = [(i, n) for i, t in enumerate(tokens) if (n := _number(t)) and t not in in_names]
         counts = frozenset((h, n) for i, n in numbers if (h := _head(tokens, i)))
         # "don't quit" is no update cue; a negation that flips is judged as a changed value instead.
-        negated = bool(_NEGATION.search(text))
-        first_person = bool(_FIRST_PERSON.search(text))
+        negated = bool(NEGATION.search(text))
+        first_person = bool(FIRST_PERSON.search(text))
         attribute = frozenset(_stem(w) for w in tokens if w not in _ATTRIBUTE_STOP and w not in name_words
-                              and not _NEGATION.fullmatch(w) and not starts_with_digit(w) and len(w) > 2
+                              and not NEGATION.fullmatch(w) and not starts_with_digit(w) and len(w) > 2
                               and w not in _WEEKDAYS and w.rstrip("s") not in _WEEKDAYS)
         values = (frozenset(n for _, n in numbers) | names
                   | frozenset(w.rstrip("s") for w in tokens if w.rstrip("s") in _WEEKDAYS))
         return cls(at=at, values=values, name_words=name_words, attribute=attribute,
                    heads=frozenset(h for h, _ in counts), counts=counts, negated=negated,
-                   updates=not negated and bool(_UPDATE.search(text)),
-                   maybe_updates=not negated and bool(_WEAK_UPDATE.search(text)),
-                   abandons=not negated and bool(_ABANDON.search(text)), adds=bool(_ADDITION.search(text)),
-                   given_up=_given_up(text), acquired=frozenset(_stem(m.lower()) for m in _ACQUIRED.findall(text)),
-                   running_total=bool(_RUNNING_TOTAL.search(text)),
-                   first_person=first_person, reading=not first_person and bool(_READING.search(text)),
-                   event=bool(_DATED.search(text)) and not _RUNNING_TOTAL.search(text)
-                   or bool(_OPERATION.search(text)) and not first_person,
+                   updates=not negated and bool(UPDATE.search(text)),
+                   maybe_updates=not negated and bool(WEAK_UPDATE.search(text)),
+                   abandons=not negated and bool(ABANDON.search(text)), adds=bool(_ADDITION.search(text)),
+                   given_up=_given_up(text), acquired=frozenset(_stem(m.lower()) for m in ACQUIRED.findall(text)),
+                   running_total=bool(RUNNING_TOTAL.search(text)),
+                   first_person=first_person, reading=not first_person and bool(READING.search(text)),
+                   event=bool(DATED.search(text)) and not RUNNING_TOTAL.search(text)
+                   or bool(OPERATION.search(text)) and not first_person,
                    brief=len(tokens) <= BRIEF_TOKENS)
 
     @property
@@ -196,9 +150,9 @@ class Statement:
 def _given_up(text: str) -> frozenset[str]:
     """What the give-up cues name: the first content words after each ("gave up the violin" → violin)."""
     found: set[str] = set()
-    for match in _ABANDON.finditer(text):
+    for match in ABANDON.finditer(text):
         phrase = _PHRASE_END.split(text[match.end():match.end() + 60], maxsplit=1)[0]
-        words = [w for w in statement_tokens(phrase) if w not in _ATTRIBUTE_STOP and w not in _NOT_HEADS]
+        words = [w for w in statement_tokens(phrase) if w not in _ATTRIBUTE_STOP and w not in NOT_HEADS]
         found.update(w for word in words[:2] for w in (word, _stem(word)))
     return frozenset(found)
 
@@ -206,16 +160,16 @@ def _given_up(text: str) -> frozenset[str]:
 def _number(token: str) -> str | None:
     if starts_with_digit(token):
         return _ORDINAL_SUFFIX.sub("", token).replace(",", "")
-    return _NUMBER_WORDS.get(token) or _ORDINALS.get(token)
+    return NUMBER_WORDS.get(token) or ORDINALS.get(token)
 
 
 def _head(tokens: list[str], index: int) -> str | None:
     """What a number counts: the next content word within two ("25 new postcards"), else the word before
     ("level 100")."""
     for word in tokens[index + 1:index + 3]:
-        if _number(word) or word in _ATTRIBUTE_STOP - _LIGHT_WORDS and word not in _NOT_HEADS:
+        if _number(word) or word in _ATTRIBUTE_STOP - LIGHT_WORDS and word not in NOT_HEADS:
             break
-        if word not in _NOT_HEADS and len(word) > 2:
+        if word not in NOT_HEADS and len(word) > 2:
             return _stem(word)
     before = tokens[index - 1] if index > 0 else ""
     return _stem(before) if before and before not in _ATTRIBUTE_STOP and not _number(before) else None
@@ -371,17 +325,17 @@ def informative_sentences(text: str) -> list[int]:
 def _clauses(sentence: str) -> list[str]:
     """The sentence without its question or intention parts ("… for 6 months now - do you have any tips?")."""
     parts = [CHAT_GLUE.sub("", p.strip(" ,")) for p in _CLAUSE_BREAK.split(sentence)]
-    kept = ", ".join(p for p in parts if p and not _is_question(p) and not _INTENTION.search(p))
+    kept = ", ".join(p for p in parts if p and not _is_question(p) and not INTENTION.search(p))
     return [kept] if _is_statement(kept) else []
 
 
 def _is_statement(text: str) -> bool:
     return (len(statement_tokens(text)) >= 3 and not _is_question(text) and not _MARKUP.search(text)
-            and not _REQUEST.match(text))
+            and not REQUEST.match(text))
 
 
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith("?") or bool(_QUESTION_START.match(text))
+    return text.rstrip().endswith("?") or bool(QUESTION_START.match(text))
 
 
 def _without(statement: Statement, names: frozenset[str]) -> Statement:

@@ -20,6 +20,7 @@ from pydantic import ValidationError as SchemaError
 
 from consolidation.domain.profile_statements import attribute, is_third_person
 from zeromem.core.domain.text import same_statement, split_speaker, stems
+from zeromem.language.rules_tables.insights import INSTRUCTION, VAGUE
 
 CATEGORIES = ("preference", "behavior", "constraint", "domain_fact", "entity", "failure_pattern")
 MEMORY_KIND = {"preference": "preference", "behavior": "observation", "failure_pattern": "outcome",
@@ -258,12 +259,6 @@ def json_object(text: str, keys: Sequence[str] = ()) -> dict[str, Any]:
 
 # --- keeping what is durable and grounded --------------------------------------------------------------------
 
-_INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget)\b.{0,40}\b(?:instructions?|prompt|rules|above)\b|\bsystem prompt\b|"
-    r"\byou are now\b|\bas an ai\b|\blanguage model\b", re.I)
-_VAGUE = re.compile(r"^(?:the )?(?:user|subject|they|he|she) (?:talked|spoke|said|mentioned|discussed|"
-                    r"asked|chatted)\b", re.I)
-
 
 def keep_durable(reflection: Reflection, sources: Sequence[Source], *, min_confidence: float) -> Reflection:
     """Drop items that are unsure, trivial, instructions rather than statements, or not grounded in a memory
@@ -290,7 +285,7 @@ def _grounded(insight: Insight, by_number: dict[int, Source]) -> Insight | None:
 def _durable(insight: Insight) -> bool:
     statement = insight.statement
     return (len(stems(statement, stems(insight.subject))) >= 2 and not statement.rstrip().endswith("?")
-            and not _INSTRUCTION.search(statement) and not _VAGUE.search(statement))
+            and not INSTRUCTION.search(statement) and not VAGUE.search(statement))
 
 
 def _fold(kept: list[Insight], insight: Insight) -> list[Insight]:
@@ -304,8 +299,8 @@ def _fold(kept: list[Insight], insight: Insight) -> list[Insight]:
 
 def _clean_summary(summary: str) -> str:
     """At most SUMMARY_CHARS, cut after a whole sentence where one fits."""
-    if _INSTRUCTION.search(summary) or len(summary) <= SUMMARY_CHARS:
-        return "" if _INSTRUCTION.search(summary) else summary
+    if INSTRUCTION.search(summary) or len(summary) <= SUMMARY_CHARS:
+        return "" if INSTRUCTION.search(summary) else summary
     cut = summary[:SUMMARY_CHARS]
     end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
     return cut[:end + 1] if end > 0 else cut[:-1].rsplit(" ", 1)[0] + "…"

@@ -30,7 +30,6 @@ from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import (
     NUMBER,
     QUERY_STOP_WORDS,
-    STOP_WORDS,
     starts_with_digit,
     stems,
     word_set,
@@ -38,44 +37,20 @@ from zeromem.core.domain.text import (
 )
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
+from zeromem.language.rules_tables.merging import (
+    AGO,
+    FAREWELL,
+    LOW_SIGNAL,
+    NEGATION,
+    NUMBERS,
+    RELATIVE,
+    SMALL_TALK,
+    THIN_WORDS,
+    VOCATIVE,
+)
+from zeromem.language.rules_tables.text import STOP_WORDS
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
-LOW_SIGNAL = re.compile(
-    r"^(?:(?:hey|hi|hello|hiya|yo|oh|wow|whoa|woo+hoo+|hooray|yippee|aw+|omg|haha+|lol|yay|ok(?:ay)?|cool|nice|great|awesome|amazing|"
-    r"sweet|wonderful|fantastic|perfect|totally|absolutely|definitely|exactly|sure|yeah|yes|yep|no|nope|true|"
-    r"right|thanks|thank you|thx|cheers|bye|goodbye|see you|see ya|take care|good luck|congrats|"
-    r"congratulations|same here|me too|i agree|agreed|sounds good|sounds great|that's (?:so )?(?:great|awesome|"
-    r"amazing|cool|nice|wonderful|fantastic|true|right|sweet|lovely|good|fair)|good to (?:see|hear from) you|"
-    r"glad to hear(?: that)?|you too|no problem|of course|for sure|i know(?: right)?|my pleasure)"
-    r"(?:[\s,!.]+(?:so much|a lot|too|man|dude|buddy|friend|mate|again|(?-i:[A-Z][a-z]+))){0,2}[\s!.,]*)$", re.I)
-# Goodbyes: "Take care, bye!", "Talk soon!", "Have a great day, Mel!".
-FAREWELL = re.compile(
-    r"^(?:(?:ok(?:ay)?|alright|well|anyway|thanks(?: again)?)[,\s]+)?(?:take care|bye|goodbye|see (?:you|ya)"
-    r"(?: (?:soon|later|then))?|talk (?:to you )?(?:soon|later)|catch you later|have a (?:good|great|nice|lovely) "
-    r"(?:one|day|night|time|weekend))(?:[\s,!.]+(?:take care|bye|goodbye|see you|talk soon|(?-i:[A-Z][a-z]+)))*"
-    r"[\s!.,]*$", re.I)
-# Chit-chat aimed at the other person or at nothing in particular: compliments, encouragement, generic
-# enthusiasm. Dropped only when the sentence carries no concrete value (number, date, name).
-SMALL_TALK = re.compile(
-    r"^(?:(?:you're|you are|you'll|you've|you were|you'd|your)\b|"
-    r"(?:wow|whoa|aw+|oh|ooh|phew|yeah|yes|haha+|omg|yay|agreed|totally|absolutely)\b[^.!?]{0,60}\b"
-    r"(?:great|awesome|amazing|cool|fun|nice|lovely|beautiful|wonderful|fantastic|incredible|sweet|cute)\b|"
-    r"(?:glad|happy) (?:you|to hear|it)\b|"
-    r"(?:i'm|i am) (?:so |really )?(?:glad|happy|proud|excited|thrilled|sorry) (?:for|of|to hear)|"
-    r"(?:keep (?:it )?up|keep going|good job|well done|you got this|hang in there|good for you)\b|"
-    r"(?:i'd|i would) love to (?:see|hear|check)|"
-    r"(?:let me know|let's (?:chat|catch up|talk|keep in touch)|hope (?:you|it|that|to see)|"
-    r"have (?:a blast|fun|a great time)|don't (?:forget|hesitate|give up)|can't wait to (?:see|hear)|"
-    r"keep me (?:posted|updated))\b|"
-    r"(?:sounds|looks|seems) (?:like )?(?:you|it|that|so|really|a|fun|great|awesome|amazing|lovely|nice)\b"
-    r"[^.!?]{0,60}[.!]*$|(?:i'm|i am) (?:always |just )?(?:here|there) for you\b|"
-    r"(?:(?:hey|hi|hello)\b[\w\s,]{0,20}[,!]?\s*)?(?:it's |it is |so |really )?(?:great|good|nice|lovely|awesome) "
-    r"(?:to|talking|chatting)\b[^.!?]{0,40}[.!]*$|"
-    r"(?:that|it|this|what a|such a)\b[\w\s']{0,40}\b(?:sounds?|looks?|seems?|is|was|'s)\b[\w\s']{0,25}\b"
-    r"(?:great|awesome|amazing|cool|fun|nice|lovely|beautiful|gorgeous|wonderful|fantastic|incredible|inspiring|"
-    r"special|impressive|exciting|sweet|cute|fancy|pretty|adorable|stunning|brilliant|peaceful|calming|"
-    r"powerful|relaxing|perfect)[!.]*$)|"
-    r".*\bmeans? (?:a lot|so much|the world)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -115,13 +90,9 @@ def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> 
 # A merged text must carry at least this many words that are about something ("The stunning views really make you
 # think." carries three).
 MIN_SUBSTANCE = 4
-_THIN_WORDS = word_set("""think thought know really make made makes like love lot things thing stuff feel feels felt
-    great good nice cool awesome amazing fun wonderful lovely glad happy sure definitely totally always never much
-    very also just well yes yeah thanks thank wow blast hey hello again chat chatting talk talking get got how
-    right does doing going lots bit absolutely sounds seems looks that's""")
 
 
-def substance(text: str, *, filler: frozenset[str] = _THIN_WORDS) -> int:
+def substance(text: str, *, filler: frozenset[str] = THIN_WORDS) -> int:
     """How much a text is about: its distinct words beyond stop words and chat filler (names included), and its
     numbers (the speaker's name aside)."""
     body = split_speaker(text)[1]
@@ -131,7 +102,7 @@ def substance(text: str, *, filler: frozenset[str] = _THIN_WORDS) -> int:
 
 # What a written text must say beyond: chat filler and the openers of a remark ("It's inspiring to be around
 # people like that." is about nothing in particular). Claims keep "I'm" ("I'm learning the violin" is a claim).
-_WRITTEN_FILLER = _THIN_WORDS | word_set("it's i'm you're we're they're")
+_WRITTEN_FILLER = THIN_WORDS | word_set("it's i'm you're we're they're")
 
 
 def _written_substance(text: str) -> int:
@@ -160,11 +131,6 @@ def _small_talk(sentence: str, common_names: frozenset[str], *, questions: bool 
     return chat and _valueless(text, common_names)
 
 
-# The person spoken to, named in passing: "Wow, Mel, that's awesome!", "Hey Evan, great hearing from you!".
-_VOCATIVE = re.compile(r"(,|\b(?:hey|hi|hello|thanks|thank you|wow|congrats|yay|oh|aww?))\s*(?-i:[A-Z][a-z]+)"
-                       r"(?=\s*(?:[,!?.]|$))", re.I)
-
-
 _CASED_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
 
 
@@ -187,7 +153,7 @@ def plain_openers(texts: Iterable[str]) -> frozenset[str]:
 
 def _unaddressed(sentence: str) -> str:
     """The sentence without the name of the person spoken to: who is talking, not what is said."""
-    bare = _VOCATIVE.sub(r"\1", sentence.strip())
+    bare = VOCATIVE.sub(r"\1", sentence.strip())
     return re.sub(r"\s*,\s*(?=[,!?.]|$)", "", bare)
 
 
@@ -225,15 +191,6 @@ def _month(d: date, delta: int) -> str:
     return f"{calendar.month_name[index % 12 + 1]} {index // 12}"
 
 
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
-_AGO = re.compile(r"\b(\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten) "
-                  r"(day|week|month|year)s? ago\b(?! \()", re.I)
-_RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|this morning|this evening|this afternoon|"
-                       r"last (?:night|week|weekend|month|year|summer|winter|spring|fall|autumn)|"
-                       r"(?:this|next) (?:week|weekend|month|year))\b(?! \()", re.I)
-
-
 def _anchor_relative(phrase: str, on: date) -> str:
     p = phrase.lower()
     fixed = {"yesterday": _day(on - timedelta(days=1)), "last night": _day(on - timedelta(days=1)),
@@ -251,7 +208,7 @@ def _anchor_relative(phrase: str, on: date) -> str:
 
 
 def _anchor_ago(match: re.Match[str], on: date) -> str:
-    amount = int(match.group(1)) if match.group(1).isdigit() else _NUMBERS[match.group(1).lower()]
+    amount = int(match.group(1)) if match.group(1).isdigit() else NUMBERS[match.group(1).lower()]
     unit = match.group(2).lower()
     if unit == "day":
         return _day(on - timedelta(days=amount))
@@ -264,8 +221,8 @@ def _anchor_ago(match: re.Match[str], on: date) -> str:
 
 def anchor_dates(sentence: str, on: date) -> str:
     """Append the absolute date after each relative expression: "last year" → "last year (2022)"."""
-    sentence = _AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
-    return _RELATIVE.sub(lambda m: f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+    sentence = AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
+    return RELATIVE.sub(lambda m: f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
 
 
 # --- merging -----------------------------------------------------------------------------------------------
@@ -299,12 +256,9 @@ def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless
             and not (lossless and candidate.words - kept.words))
 
 
-_NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none|neither|nor|without)\b|n't\b", re.I)
-
-
 def _negated(text: str) -> bool:
     """Whether a sentence denies something: "I don't like dogs" is not said by "I like dogs and cats"."""
-    return bool(_NEGATION.search(text))
+    return bool(NEGATION.search(text))
 
 
 @dataclass(frozen=True)
@@ -482,7 +436,7 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
     text = chunks[0].text
     if _written_substance(text) <= MIN_SUBSTANCE:  # "It's great for self-care." is left as it was said
         return None
-    anchored = bool(_AGO.search(member.text) or _RELATIVE.search(member.text))
+    anchored = bool(AGO.search(member.text) or RELATIVE.search(member.text))
     return text if anchored or len(member.text) - len(text) >= min_saving else None
 
 

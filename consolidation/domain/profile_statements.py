@@ -43,106 +43,45 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from consolidation.domain.contradictions import CHAT_GLUE
-from zeromem.core.domain.text import CAPITALISED_STOP_WORDS, split_speaker, word_set
+from zeromem.core.domain.text import split_speaker
+from zeromem.language.rules_tables.contradictions import CHAT_GLUE
+from zeromem.language.rules_tables.profile_statements import (
+    ADVERBS,
+    AGREEMENT,
+    AUXILIARIES,
+    COPULA_MINE,
+    FIRST_OR_SECOND,
+    FRONTED,
+    JOINT,
+    NARRATOR_MENTION,
+    NOT_ADVERBS,
+    NOT_NAMES,
+    NOT_VERBS,
+    OPENERS,
+    PARTICIPLES,
+    PAST,
+    POSSESSED,
+    PREFACE,
+    PRONOUN_SUBJECT,
+    RELATIONS,
+    SPEAKER_PRONOUN,
+    SUBORDINATE,
+    TIME,
+    VOCATIVE,
+)
 
 # --- words ---------------------------------------------------------------------------------------------------
 
-RELATIONS = word_set("""
-    daughter daughters son sons kid kids child children baby babies wife husband partner spouse fiance fiancee
-    girlfriend boyfriend ex mom mum mother dad father parents parent sister sisters brother brothers sibling
-    siblings family friend friends buddy buddies bff colleague colleagues coworker coworkers co-worker co-workers
-    boss manager team teammate teammates classmate classmates roommate roommates neighbor neighbors neighbour
-    neighbours grandma grandmother grandpa grandfather grandparents grandkids grandchildren grandson granddaughter
-    aunt uncle cousin cousins niece nephew in-laws students student teacher mentor therapist doctor coach client
-    clients band landlord dog dogs cat cats pet pets puppy puppies kitten kittens horse horses bird birds fish
-    hamster rabbit bunny parrot turtle stepdaughter stepson stepmom stepdad mother-in-law father-in-law
-    sister-in-law brother-in-law son-in-law daughter-in-law
-""")
-# Before a relation noun they stay part of it ("best friend", "little sister", "5-year-old daughter").
-_RELATION_ADJECTIVES = r"(?:(?:best|little|big|older|younger|oldest|eldest|youngest|new|old|late|dear|twin|" \
-                       r"baby|step|ex|\w+-year-old|\w+-legged|two|three|four)\s+)*"
-_ADVERBS = word_set("""
-    really also just always never still often usually sometimes even only actually totally absolutely truly
-    definitely finally recently already too kinda sorta mostly rarely seldom basically honestly literally
-    generally simply personally mainly especially occasionally normally typically certainly genuinely
-    seriously constantly regularly frequently now then once again all both
-""")
-_NOT_ADVERBS = word_set("apply reply supply comply multiply rely fly ally rally bully")
-_PAST = word_set("""
-    was had did went got took saw made felt found thought bought brought came gave knew left lost met ran said
-    sat sold sent spent told wrote won began became ate drank drove flew forgot grew heard held kept led paid
-    rode sang slept spoke stood swam taught threw understood woke wore built caught chose fell fought hung hid
-    lit meant shot struck stuck tore dug fed fled froze bit broke blew drew lay lent shook sank spun stole
-    swore wept wound burnt learnt dreamt spelt spilt bent bled bred clung crept dealt forgave overcame rang
-    rose sought sprang swept underwent withdrew agreed freed
-    read put cut hit let set quit hurt cost shut spread bet split upset cast burst fit rid beat
-    can could will would shall should may might must ought gotta
-""")  # the second-last line: present and past alike, read as past (never a wrong "-s")
-_AGREEMENT = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "don't": "doesn't",
-              "haven't": "hasn't", "aren't": "isn't", "were": "was", "weren't": "wasn't", "wanna": "wants to"}
-_AUXILIARIES = word_set("""
-    can could will would shall should may might must do does did don't doesn't didn't can't won't couldn't
-    wouldn't shouldn't have has had haven't hasn't hadn't am is are was were be been wasn't weren't gonna
-""")
-_PARTICIPLES = word_set("been gotten had seen done gone known taken given written eaten forgotten spoken driven")
-# Words that cannot be the verb right after "I": agreement stops there ("I, for one, …", "I and my wife …").
-_NOT_VERBS = word_set("and or but nor the a an to of in on at for with as so that this it who which not no than if")
-# Chat glue beyond contradictions' (which knows "By the way, speaking of which,"): interjections before a comma,
-# or before the subject when nothing else can follow them ("Honestly I …"). A vocative: a name before I/my/we.
-_OPENERS = re.compile(
-    r"^(?:(?:oh (?:my )?(?:god|gosh)|wow|whoa|ooh|aw+|ah|ha(?:ha)+|hah|heh|lol|omg|honestly|hey|hi|hello|yes|yep|"
-    r"yup|yeah|ok(?:ay)?|alright|right|true|sure|totally|absolutely|definitely|man|dude|gosh|geez|jeez|"
-    r"seriously|frankly|tbh|basically|anyways?|nope|no|cool|nice|great|awesome|amazing|thanks|thank you|"
-    r"congrats|um+|uh+|hmm+|ugh|btw|fyi|funny enough|fun fact|me too|same here)\s*[,!.…-]+\s*|"
-    r"(?:wow|ha(?:ha)+|lol|omg|honestly|actually|personally|basically|seriously|frankly|tbh|btw|oh|yeah)\s+"
-    r"(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our|me)\b))", re.I)
-_VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z]+),\s+(?=(?:I|I'm|I've|I'll|I'd|[Ww]e|[Mm]y|[Oo]ur)\b)")
 IMAGE_MARKUP = re.compile(r"\s*\[shares image:[^\]]*\]")
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’")
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|\s+|.")
 _ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y'all)\b", re.I)
-_FIRST_OR_SECOND = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|"
-                              r"yourselves)\b", re.I)
-_NOT_NAMES = CAPITALISED_STOP_WORDS | word_set("""
-    January February March April June July August September October November December Monday Tuesday
-    Wednesday Thursday Friday Saturday Sunday Spring Summer Autumn Fall Winter Christmas Easter
-""")
-_NARRATOR_MENTION = re.compile(r"\b(?:me|my|mine|myself|us|our|ours|ourselves)\b", re.I)
 
 # --- where the main clause starts ----------------------------------------------------------------------------
 
-_SUBORDINATE = re.compile(r"^(?:when|whenever|after|before|since|while|if|because|although|though|as|once|until|"
-                          r"ever since|every time|each time|whether)\b[^,]*,\s*", re.I)
-_FRONTED = re.compile(r"^(?:in|on|at|last|this|next|every|each|yesterday|today|tonight|recently|lately|nowadays|"
-                      r"back|over|during|for|growing|a (?:few|couple)|earlier|later|then|now|sometimes|usually|"
-                      r"often|occasionally|luckily|sadly|unfortunately|fortunately|hopefully|obviously|normally|"
-                      r"typically|generally|also|still|eventually|thankfully|anyway)\b[^,]*,\s*",
-                      re.I)
-# No comma after a fronted phrase: the subject is the first I or we ("After work I usually go for a run").
-_PREFACE = re.compile(r"^(?:after|before|during|since|at|in|on|for|over|every|each|most|when|whenever|while|once)\b"
-                      r"[\w\s'-]{0,40}?\s(?=(?:I|I'm|I've|I'll|I'd|we|we're|we've)\b)", re.I)
-_TIME = re.compile(r"^(?:(?:last|this|next|every|each|one|that) (?:week|weekend|month|year|morning|afternoon|"
-                   r"evening|night|day|time|summer|winter|spring|fall|autumn|\w+day)s?|yesterday|today|tonight|"
-                   r"recently|lately|nowadays|these days|sometimes|usually|often|always|also|finally|now|then|"
-                   r"the other day|a while ago|(?:a few|a couple of|\w+) (?:days|weeks|months|years) ago|in \d{4}|"
-                   r"over the (?:weekend|summer|holidays)|on (?:weekends|\w+days?))\s+", re.I)
-# He/she/they &c.: who they are is said in another sentence.
-_PRONOUN_SUBJECT = re.compile(r"^(?:he|she|they|it|this|that|there|these|those|here|someone|somebody|everyone|"
-                              r"everybody|nobody|something|everything|nothing|one|people|the user|user)"
-                              r"(?:'s|'re|'ve|'ll|'d)?\b", re.I)
-_SPEAKER_PRONOUN = re.compile(r"^(?:(?P<they>they)|he|she|the user|user)(?P<verb>'s|'re|'ve|'ll|'d)?\b", re.I)
 _FIRST_PERSON_SUBJECT = re.compile(r"^(?:i|we)(?:'m|'re|'ve|'ll|'d)?\b", re.I)
-_NOUN_PHRASE = r"(?:(?:[Mm]y|[Oo]ur) (?:[a-z-]+ )?[a-z-]+|[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
-_JOINT = re.compile(rf"^(?:(?:I|[Mm]e) and (?P<after>{_NOUN_PHRASE})|(?P<before>{_NOUN_PHRASE}) and (?:I|me))"
-                    r"(?=[\s,])")
-_POSSESSED = re.compile(rf"^(?:(?:one|some|all|both|two|three|most|many) of )?(?:my|our) (?P<phrase>"
-                        rf"{_RELATION_ADJECTIVES}(?P<noun>[a-z-]+))(?:,? (?P<name>(?-i:[A-Z][a-z]+))(?=[\s,]))?",
-                        re.I)
 _OF_MINE = re.compile(r"^an? (?P<phrase>(?P<noun>[a-z-]+)) of (?:mine|ours)\b", re.I)
 _NAME = re.compile(r"^(?P<name>[A-Z][\w-]*(?: [A-Z][\w-]*){0,2})(?P<possessive>'s)?\b")
-_COPULA_MINE = re.compile(rf"^(?:[\w'\"“”-]+ ){{0,3}}?[\w'\"“”-]+ (?:is|was|has been) (?:my|our) "
-                          rf"(?P<phrase>{_RELATION_ADJECTIVES}(?P<noun>[a-z-]+))", re.I)
 _GERUND = re.compile(r"^[A-Z][a-z]+ing\b")
 
 
@@ -184,7 +123,7 @@ def attribute(text: str, *, speaker: str, known: Collection[str] = (),
 
 def is_third_person(statement: str) -> bool:
     """No I/me/my/we/us/our/you/your outside quotation marks ("US" the country aside) and no "Name:" label."""
-    found = (m.group() for m in _FIRST_OR_SECOND.finditer(_unquoted(statement)))
+    found = (m.group() for m in FIRST_OR_SECOND.finditer(_unquoted(statement)))
     return not any(word != "US" for word in found) and not split_speaker(statement)[0]
 
 
@@ -198,9 +137,9 @@ def _straight_apostrophes(text: str) -> str:
 def _without_openers(body: str) -> str:
     """Chat glue off the front, repeatedly: "Haha, yeah, by the way, I …" → "I …"."""
     while True:
-        stripped = _OPENERS.sub("", CHAT_GLUE.sub("", body.lstrip(" ,.-…"))).lstrip(" ,.-…")
-        vocative = _VOCATIVE.match(stripped)
-        if vocative and vocative.group("name") not in _NOT_NAMES:  # "Mel, I …" but not "Yesterday, I …"
+        stripped = OPENERS.sub("", CHAT_GLUE.sub("", body.lstrip(" ,.-…"))).lstrip(" ,.-…")
+        vocative = VOCATIVE.match(stripped)
+        if vocative and vocative.group("name") not in NOT_NAMES:  # "Mel, I …" but not "Yesterday, I …"
             stripped = stripped[vocative.end():]
         if stripped == body:
             return body
@@ -216,7 +155,7 @@ def _lead(body: str) -> int:
     """Where the main clause's subject starts: after a fronted clause or a time or place phrase."""
     start = 0
     # Time phrases can come two in a row ("Last week on Monday I …").
-    for pattern in (_SUBORDINATE, _FRONTED, _TIME, _TIME, _PREFACE):
+    for pattern in (SUBORDINATE, FRONTED, TIME, TIME, PREFACE):
         match = pattern.match(body[start:])
         if match and _subject_like(body[start + match.end():]):
             start += match.end()
@@ -262,7 +201,7 @@ def _subject(clause: str, names: _Names, pronoun_means_speaker: bool) -> _Subjec
 
 
 def _joint(clause: str, names: _Names, _: bool) -> _Subject | None:
-    match = _JOINT.match(clause)
+    match = JOINT.match(clause)
     if not match:
         return None
     # "My wife and I" → "I and their wife": the narrator first, so "their" can only mean the narrator.
@@ -275,7 +214,7 @@ def _first_person(clause: str, names: _Names, _: bool) -> _Subject | None:
 
 
 def _possessed(clause: str, names: _Names, _: bool) -> _Subject | None:
-    match = _POSSESSED.match(clause) or _OF_MINE.match(clause)
+    match = POSSESSED.match(clause) or _OF_MINE.match(clause)
     if not match:
         return None
     if match.group("noun").lower() not in RELATIONS:
@@ -286,9 +225,9 @@ def _possessed(clause: str, names: _Names, _: bool) -> _Subject | None:
 
 
 def _pronoun(clause: str, names: _Names, pronoun_means_speaker: bool) -> _Subject | None:
-    if not _PRONOUN_SUBJECT.match(clause):
+    if not PRONOUN_SUBJECT.match(clause):
         return None
-    match = _SPEAKER_PRONOUN.match(clause)
+    match = SPEAKER_PRONOUN.match(clause)
     if not (pronoun_means_speaker and match):
         return _DROP
     return _Subject(names.speaker, "", _as_speaker(match, clause, names.speaker))
@@ -325,7 +264,7 @@ def _name_words(phrase: str) -> str:
     """The leading words of a capitalised phrase that can be a name ("Sam Lee", not "Painting" or "Last")."""
     kept = []
     for word in phrase.split():
-        if word in _NOT_NAMES or (word.endswith("ing") and len(word) > 5):
+        if word in NOT_NAMES or (word.endswith("ing") and len(word) > 5):
             break
         kept.append(word)
     return " ".join(kept)
@@ -333,7 +272,7 @@ def _name_words(phrase: str) -> str:
 
 def _copula(clause: str, names: _Names, name: str = "") -> _Subject | None:
     """"Sam is my colleague" (a relation, named) or "Pottery is my favourite hobby" (the narrator's own)."""
-    match = _COPULA_MINE.match(clause)
+    match = COPULA_MINE.match(clause)
     if not match:
         return None
     if match.group("noun").lower() in RELATIONS:
@@ -343,7 +282,7 @@ def _copula(clause: str, names: _Names, name: str = "") -> _Subject | None:
 
 def _thing(clause: str, names: _Names, _: bool) -> _Subject | None:
     # "Painting helps me relax": an activity said to affect the narrator is about the narrator.
-    if _GERUND.match(clause) and _NARRATOR_MENTION.search(_unquoted(clause)):
+    if _GERUND.match(clause) and NARRATOR_MENTION.search(_unquoted(clause)):
         return _Subject(names.own, "", clause)
     found = _copula(clause, names)
     return found if found is not None and not found.relation else None
@@ -415,8 +354,8 @@ def _narrator(low: str, state: _State) -> str:
 
 def _participle_follows(state: _State) -> bool:
     following = [t.lower() for t in state.tokens[state.index:] if re.match(r"\w", t)]
-    verb = next((w for w in following if w not in _ADVERBS), "")
-    return verb in _PARTICIPLES or verb.endswith("ed") and not verb.endswith("eed")
+    verb = next((w for w in following if w not in ADVERBS), "")
+    return verb in PARTICIPLES or verb.endswith("ed") and not verb.endswith("eed")
 
 
 # my → "their" right after the narrator's verb, else "<Name>'s" ({} stands for the name).
@@ -434,14 +373,14 @@ def _possessive(low: str, state: _State, after_verb: bool) -> str | None:
 
 def _verb(token: str, state: _State) -> str:
     low = token.lower()
-    if low in _ADVERBS or (low.endswith("ly") and len(low) > 4 and low not in _NOT_ADVERBS):
+    if low in ADVERBS or (low.endswith("ly") and len(low) > 4 and low not in NOT_ADVERBS):
         return token  # "I really love" → "really loves": agreement waits for the verb
     mode, state.verb_next = state.verb_next, ""
     if low in _POSSESSIVES:  # "I'm my own boss": the object, straight after the verb
         return _possessive(low, state, after_verb=True) or token
-    if low in _NOT_VERBS or not token.replace("'", "").isalpha() or token[0].isupper():
+    if low in NOT_VERBS or not token.replace("'", "").isalpha() or token[0].isupper():
         return token
-    if low in _AUXILIARIES:
+    if low in AUXILIARIES:
         state.verb_next = _KEEP  # "I should call my mom": the object comes after the main verb
     else:
         state.right_after_verb = True
@@ -451,9 +390,9 @@ def _verb(token: str, state: _State) -> str:
 def agree(verb: str) -> str:
     """The third-person singular of a verb that followed "I": love → loves, try → tries, am → is."""
     low = verb.lower()
-    if low in _AGREEMENT:
-        return _AGREEMENT[low]
-    if low in _PAST or low.endswith("n't") or (low.endswith("ed") and not low.endswith("eed")):
+    if low in AGREEMENT:
+        return AGREEMENT[low]
+    if low in PAST or low.endswith("n't") or (low.endswith("ed") and not low.endswith("eed")):
         return verb
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
         return verb + "es"

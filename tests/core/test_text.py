@@ -4,12 +4,9 @@ Pure, no database."""
 from __future__ import annotations
 
 from zeromem.core.domain.text import (
-    CAPITALISED_STOP_WORDS,
     DECIMAL_NUMBER,
     NUMBER,
     QUERY_STOP_WORDS,
-    STATEMENT_STOP_WORDS,
-    STOP_WORDS,
     drop_speaker,
     letter_words,
     normalised_sentence,
@@ -23,6 +20,7 @@ from zeromem.core.domain.text import (
     word_set,
     words,
 )
+from zeromem.language.rules_tables.text import CAPITALISED_STOP_WORDS, STATEMENT_STOP_WORDS, STOP_WORDS
 
 
 def test_words_are_lower_cased_runs_of_letters_digits_and_apostrophes():

@@ -14,77 +14,43 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from zeromem.core.domain.text import CAPITALISED_STOP_WORDS, DECIMAL_NUMBER, drop_speaker, word_set
+from zeromem.core.domain.text import DECIMAL_NUMBER, drop_speaker, word_set
+from zeromem.language.rules_tables.entities import (
+    CONNECTORS,
+    DATE,
+    DATE_WORDS,
+    DECISION,
+    DOTFILES,
+    FILE_EXTENSIONS,
+    META,
+    OUTCOME,
+    PERSONAL_FACT,
+    PREFERENCE,
+    QUESTION_START,
+    UNIT_SYMBOLS,
+    UNIT_WORDS,
+    alternation,
+)
+from zeromem.language.rules_tables.text import CAPITALISED_STOP_WORDS
 
 KINDS = ("observation", "decision", "question", "preference", "outcome", "fact", "meta")
 
 
-# Dates are values, not things a memory is about.
-_MONTH_WORDS = word_set(
-    """
-    January February March April May June July August September October November December
-    Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec
-    """
-)
-_DATE_WORDS = _MONTH_WORDS | word_set(
-    """
-    Monday Tuesday Wednesday Thursday Friday Saturday Sunday Mondays Tuesdays Wednesdays Thursdays
-    Fridays Saturdays Sundays Mon Tue Tues Wed Thu Thur Thurs Fri Sat Sun
-    """
-)
-_NOT_NAMES = CAPITALISED_STOP_WORDS | _DATE_WORDS
+_NOT_NAMES = CAPITALISED_STOP_WORDS | DATE_WORDS
 # Shouted stop words are dropped too ("I LOVE THIS SO MUCH"), except these real acronyms.
 _ACRONYMS = word_set("US IT WHO")
-# Lowercase particles inside names: "Museum of Modern Art", "Vincent van Gogh".
-_CONNECTORS = word_set("of de van von der den da del du di la le")
-
-_FILE_EXTENSIONS = word_set(
-    """
-    py pyi ipynb js mjs cjs ts tsx jsx json jsonl yaml yml toml ini cfg conf env md mdx rst txt csv tsv
-    html htm css scss sass less sql sh bash zsh fish ps1 bat go rs java kt kts scala rb php c h cc
-    cpp hpp cs swift m mm lua pl ex exs erl hs dart vue svelte tf tfvars proto graphql gql xml
-    lock log pdf png jpg jpeg gif svg webp ico docx xlsx pptx zip tar gz tgz bz2 xz whl jar parquet
-    db sqlite sqlite3 pem crt key j2 jinja dockerfile
-    """
-)
-_DOTFILES = word_set("env gitignore gitattributes dockerignore editorconfig bashrc zshrc profile npmrc")
-
-# Unit words compare case-insensitively; short symbols do not, or "5G" would become "5 g".
-_UNIT_WORDS = word_set(
-    """
-    bytes byte bits milliseconds millisecond seconds second minutes minute hours hour days day weeks
-    week months month years year yrs decades kilometers kilometres kilometer kilometre meters metres
-    meter metre miles mile feet foot inches inch kilograms kilogram kilos grams gram pounds ounces
-    degrees percent cores core vcpus vcpu cpus gpus threads workers nodes replicas pods shards
-    partitions instances servers containers connections requests users rows records tokens items
-    files lines retries attempts steps epochs pages dollars euros bucks usd eur gbp
-    """
-)
-_UNIT_SYMBOLS = word_set(
-    """
-    B KB MB GB TB PB KiB MiB GiB TiB kB kb mb gb tb Kb Mb Gb MB/s GB/s Gbps Mbps Kbps kbps
-    ns µs ms s sec secs min mins h hr hrs m km cm mm mi km/h mph kph kg mg lb lbs oz ft
-    GHz MHz kHz Hz fps rps qps tps req/s rpm px dpi °C °F ° kW kWh mAh
-    """
-)
 
 
-def _alternation(options: frozenset[str]) -> str:
-    # Longest first, so "MB/s" wins over "MB" and "mins" over "min".
-    return "|".join(re.escape(o) for o in sorted(options, key=lambda o: (-len(o), o)))
-
-
-_UNITS = rf"(?i:{_alternation(_UNIT_WORDS)})|{_alternation(_UNIT_SYMBOLS)}"
+_UNITS = rf"(?i:{alternation(UNIT_WORDS)})|{alternation(UNIT_SYMBOLS)}"
 _NUMBER = DECIMAL_NUMBER.pattern
-_MONTHS = _alternation(_MONTH_WORDS)
 
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.IGNORECASE)
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[^\s\\:*?\"<>|]+\\)*[^\s\\:*?\"<>|]*")
 _PATH = re.compile(r"(?<![\w.~/@:\\-])(?:~|\.{1,2}|[A-Za-z_][\w.+-]*)?(?:/[\w.@+-]+)+/?")
 _FILENAME = re.compile(
-    rf"(?<![\w./\\@-])(?:[\w-]+(?:\.[\w-]+)*\.(?i:{_alternation(_FILE_EXTENSIONS)})"
-    rf"|\.(?:{_alternation(_DOTFILES)}))(?![\w-]|\.\w)"
+    rf"(?<![\w./\\@-])(?:[\w-]+(?:\.[\w-]+)*\.(?i:{alternation(FILE_EXTENSIONS)})"
+    rf"|\.(?:{alternation(DOTFILES)}))(?![\w-]|\.\w)"
 )
 _MENTION = re.compile(r"(?<![\w@#])[@#]\w(?:[\w.-]*\w)?")
 _MONEY = re.compile(
@@ -102,7 +68,7 @@ _LETTER = re.compile(r"[A-Za-z]")
 # A capitalised word: "Caroline", "LGBTQ", "O'Brien", "Jean-Luc", "PostgreSQL", "C++", "C#".
 _CAP = r"[A-Z][A-Za-z0-9]*(?:['’][A-Za-z]+|-[A-Za-z0-9]+)*(?:\+\+|#)?(?![\w@])"
 _NAME_RUN = re.compile(
-    rf"(?<![\w'’@#.\\$-])(?P<name>{_CAP}(?: (?:(?:{'|'.join(sorted(_CONNECTORS))}) )?{_CAP})*)"
+    rf"(?<![\w'’@#.\\$-])(?P<name>{_CAP}(?: (?:(?:{'|'.join(sorted(CONNECTORS))}) )?{_CAP})*)"
     # A trailing version belongs to the name ("Django 5.2"), unless it is a quantity ("Redis 512 MB").
     rf"(?: (?P<version>\d+(?:\.\d+)*)(?![\w%/]|[.,]\d|\s?(?:{_UNITS})(?![\w/])))?"
 )
@@ -112,54 +78,8 @@ _APOSTROPHE = re.compile(r"['’]")
 
 # classify_kind cues.
 _QUESTION_END = re.compile(r"\?[\s!?.\"'’”)\]]*$")
-_QUESTION_START = re.compile(
-    r"^(?:(?:what|when|where|why|how|who|whom|whose|which)(?:['’]s|\s+(?:is|are|was|were|do|does|did|can"
-    r"|could|would|should|will|has|have|had|about|many|much|long|often|come))\b"
-    r"|(?:do|does|did|is|are|was|were|can|could|would|should|will|have|has|had|shall|may|might)\s+"
-    r"(?:you|we|i|they|he|she|anyone|someone|anybody|somebody|everyone)\b"
-    r"|(?:is|are|was|were|will|can|could|should|would)\s+(?:it|there|this|that|these|those)\b)",
-    re.IGNORECASE,
-)
-_PREFERENCE = re.compile(
-    r"\bI(?:\s+really|\s+absolutely|\s+just)?\s+(?:prefer|like|love|hate|enjoy|dislike|adore)\b"
-    r"|\bI\s+(?:don['’]?t|do\s+not)\s+(?:really\s+)?(?:like|love|enjoy)\b"
-    r"|\bmy\s+fav(?:ou?rite)?\b|\bI(?:['’]d|\s+would)\s+rather\b|\bprefer(?:s|red)\b"
-    r"|\b(?:likes|loves|hates)\s+to\b|\b(?:always|never)\s+use\b|\bcan['’]?t\s+stand\b",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\bdecided\b|\bdecision\b|\bgoing\s+with\b|\bcho(?:se|sen)\b|\b(?:we|they)\s+agreed\b|\bagreed\s+to\b"
-    r"|\b(?:we|I)(?:['’]ll|\s+will)\s+(?:go\s+with|use|adopt|switch\s+to|stick\s+with)\b"
-    r"|\blet(?:['’]s|\s+us)\s+(?:use|go\s+with|adopt|switch\s+to|stick\s+with)\b"
-    r"|\bsettled\s+on\b|\bopted\s+(?:for|to)\b",
-    re.IGNORECASE,
-)
-_OUTCOME = re.compile(
-    r"\b(?:succeeded|succeeds|successful(?:ly)?|failed|fails|failing|failure|fixed|resolved|finished"
-    r"|completed|crashed|crashes|broken|errors?|timed\s+out|rolled\s+back)\b"
-    # "worked at Google" and "passed away" are biography, not results.
-    r"|\bworked\b(?!\s+(?:at|as|for|on|with|in|from|there|together)\b)|\bpass(?:ed|es)\b(?!\s+away)"
-    r"|\bbroke\b(?!\s+up)|\bthe\s+result\b",
-    re.IGNORECASE,
-)
-_PERSONAL_FACT = re.compile(
-    r"\bmy\s+[\w'’]+(?:\s+[\w'’]+)?\s+(?:is|are)\b|\bI\s+(?:live|lived|grew\s+up)\s+in\b"
-    r"|\bI\s+work(?:ed)?\s+(?:at|as|for|in)\b|\bI(?:['’]m|\s+am)\s+from\b|\bI\s+was\s+born\b"
-    r"|\bI\s+have\s+(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b",
-    re.IGNORECASE,
-)
 _NAMED_SUBJECT = re.compile(r"^(?P<first>[A-Z][\w'’-]*)(?: [A-Z][\w'’-]*)* (?:is|are|was|were|has|have)\b")
-_DATE = re.compile(
-    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b"
-    rf"|\b(?:{_MONTHS})\.? \d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTHS})\b"
-    rf"|\b(?:{_MONTHS}) (?:19|20)\d{{2}}\b|\b(?:in|since|by|until|from) (?:19|20)\d{{2}}\b"
-)
 _VERSION = re.compile(r"\bv\d+(?:\.\d+)+\b|\b\d+\.\d+\.\d+\b|(?<=[A-Za-z] )\d+\.\d+\b")
-_META = re.compile(
-    r"\bas\s+(?:I|we)\s+(?:mentioned|said|discussed)\b|\bremember\s+that\b|\bnote\s+to\s+self\b"
-    r"|\bfor\s+the\s+record\b|\b(?:summary|recap|to-?do)\s*:|\bTODO\b|\bjust\s+to\s+recap\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -249,7 +169,7 @@ def _is_stop(word: str) -> bool:
 
 
 def _group_span(words: list[re.Match[str]]) -> list[tuple[int, int]]:
-    while words and words[-1].group() in _CONNECTORS:
+    while words and words[-1].group() in CONNECTORS:
         words.pop()
     if not words:
         return []
@@ -263,7 +183,7 @@ def _split_run(text: str, start: int, end: int) -> list[tuple[int, int]]:
     words: list[re.Match[str]] = []
     for word in _RUN_WORD.finditer(text, start, end):
         stop = _is_stop(word.group())
-        if not stop and (words or word.group() not in _CONNECTORS):
+        if not stop and (words or word.group() not in CONNECTORS):
             words.append(word)
         if stop or _POSSESSIVE.search(word.group()):
             groups += _group_span(words)
@@ -315,7 +235,7 @@ def _is_part_of(part: str, whole: str) -> bool:
 
 
 def _has_value(text: str) -> bool:
-    if _DATE.search(text) or _VERSION.search(text):
+    if DATE.search(text) or _VERSION.search(text):
         return True
     return any(next(_pass_spans(pattern, valuer, text), None) for pattern, valuer in _VALUE_PASSES)
 
@@ -326,21 +246,21 @@ def _has_named_subject(body: str) -> bool:
 
 
 def _is_question(text: str, body: str) -> bool:
-    return bool(_QUESTION_END.search(text) or _QUESTION_START.match(body))
+    return bool(_QUESTION_END.search(text) or QUESTION_START.match(body))
 
 
 def _is_fact(text: str, body: str) -> bool:
-    return _has_value(body) or bool(_PERSONAL_FACT.search(body)) or _has_named_subject(body)
+    return _has_value(body) or bool(PERSONAL_FACT.search(body)) or _has_named_subject(body)
 
 
 # First match wins: content-bearing kinds beat the "meta" marker, which beats nothing at all.
 _KIND_RULES: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
     ("question", _is_question),
-    ("preference", lambda text, body: bool(_PREFERENCE.search(text))),
-    ("decision", lambda text, body: bool(_DECISION.search(text))),
-    ("outcome", lambda text, body: bool(_OUTCOME.search(text))),
+    ("preference", lambda text, body: bool(PREFERENCE.search(text))),
+    ("decision", lambda text, body: bool(DECISION.search(text))),
+    ("outcome", lambda text, body: bool(OUTCOME.search(text))),
     ("fact", _is_fact),
-    ("meta", lambda text, body: bool(_META.search(text))),
+    ("meta", lambda text, body: bool(META.search(text))),
 )
 
 

@@ -22,10 +22,11 @@ import numpy as np
 
 from zeromem.core import services
 from zeromem.core.adapters.embeddings import embed_texts
-from zeromem.core.domain.text import STOP_WORDS, drop_speaker, sentences, word_set
+from zeromem.core.domain.text import drop_speaker, sentences, word_set
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.evaluation.retrieval import turn_items
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
+from zeromem.language.rules_tables.text import STOP_WORDS
 from zeromem.models import Memory, MemoryType
 
 PARAPHRASE_COSINE = 0.92
