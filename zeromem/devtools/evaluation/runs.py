@@ -138,14 +138,18 @@ def scoreboard_run(*, data: Path = DATA, split: str, quick: bool, progress: Prog
     as ../shared/eval/); --quick: a few items each."""
     limit = QUICK_ITEMS if quick else 0
     conversations = data / locomo.DEFAULT_PATH.relative_to(DATA)
+
+    def phases_of(name: str) -> Progress:
+        return lambda phase, done, total: progress(f"{name}: {phase}", done, total)
+
     runs: dict[str, Callable[[], dict[str, Any]]] = {
         "updates": lambda: updates_run(path=data / updates.DEFAULT_PATH.relative_to(DATA), split=split, limit=limit,
                                        report=lambda result: None),
         "opsignals": lambda: opsignals_run(now=timezone.now(), split=split, say=say).figures,
         "longmemeval": lambda: longmemeval_run(root=data / longmemeval.DEFAULT_PATH.relative_to(DATA), split=split,
-                                               limit=limit, progress=progress, say=lambda line: None),
+                                               limit=limit, progress=phases_of("longmemeval"), say=lambda line: None),
         "merges": lambda: merges_run(path=conversations, split=split, limit=limit, say=say),
-        "locomo": lambda: locomo_run(path=conversations, split=split, limit=limit, progress=progress),
+        "locomo": lambda: locomo_run(path=conversations, split=split, limit=limit, progress=phases_of("locomo")),
     }
     results = {}
     for name, run in runs.items():
