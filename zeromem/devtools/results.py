@@ -61,7 +61,7 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
         "recall@10, and budget recall and answer hit within 2,000 characters.",
         ("questions", "active_ratio", "chars_ratio", "recall_at_10_before", "recall_at_10_after",
          "budget_recall_before", "budget_recall_after", "answer_hit_before", "answer_hit_after",
-         "evidence_archived_uninformative")),
+         "evidence_archived_uninformative", "supersedes_per_1000_turns")),
     "evaluate longmemeval": (
         "Knowledge updates on real chat histories (LongMemEval): current evidence above stale, before and after "
         "clustering; stale claims retired; nothing current lost.",

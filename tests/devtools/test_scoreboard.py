@@ -1,0 +1,84 @@
+"""`evaluate scoreboard` compares today's figures with the landed ones, knowing for each figure which way is better
+(zeromem/devtools/evaluation/scoreboard.py); the landed figures are kept per split."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from zeromem.devtools.evaluation import scoreboard
+from zeromem.devtools.evaluation.scoreboard import HIGHER, LOWER, Figure, compare, figures_of, item_changes
+
+RECALL = Figure("locomo", "recall_at_10_after", HIGHER)
+FLAGS = Figure("opsignals", "flags_per_1000", LOWER)
+FIGURES = (RECALL, FLAGS)
+
+
+def worse(landed: dict, today: dict) -> list[str]:
+    return compare(landed=landed, today=today, figures=FIGURES)["worse"]
+
+
+def test_a_lower_value_is_worse_where_higher_is_better():
+    assert worse({RECALL.name: 0.70}, {RECALL.name: 0.69}) == [RECALL.name]
+    assert worse({RECALL.name: 0.70}, {RECALL.name: 0.70}) == []
+    assert worse({RECALL.name: 0.70}, {RECALL.name: 0.75}) == []
+
+
+def test_a_higher_value_is_worse_where_lower_is_better():
+    assert worse({FLAGS.name: 2.0}, {FLAGS.name: 2.5}) == [FLAGS.name]
+    assert worse({FLAGS.name: 2.0}, {FLAGS.name: 2.0}) == []
+    assert worse({FLAGS.name: 2.0}, {FLAGS.name: 0.0}) == []
+
+
+def test_a_figure_without_a_landed_or_a_today_value_is_not_compared():
+    comparison = compare(landed={FLAGS.name: 1.0}, today={RECALL.name: 0.5, FLAGS.name: None}, figures=FIGURES)
+
+    assert comparison == {"figures": {RECALL.name: {"landed": None, "today": 0.5, "worse": False},
+                                      FLAGS.name: {"landed": 1.0, "today": None, "worse": False}}, "worse": []}
+
+
+def test_every_figure_is_read_from_its_evaluations_json():
+    results = {"locomo": {"recall_at_10_after": 0.71, "questions": 800}, "opsignals": {"flags_per_1000": 5.0}}
+
+    assert figures_of(results, FIGURES) == {RECALL.name: 0.71, FLAGS.name: 5.0}
+    assert figures_of({"locomo": {"recall_at_10_after": 0.71}}, FIGURES)[FLAGS.name] is None
+
+
+def test_every_watched_figure_says_which_way_is_better_and_is_named_once():
+    names = [figure.name for figure in scoreboard.FIGURES]
+
+    assert len(names) == len(set(names))
+    assert {figure.better for figure in scoreboard.FIGURES} == {HIGHER, LOWER}
+
+
+def test_the_table_marks_the_worse_figures():
+    comparison = compare(landed={RECALL.name: 0.7, FLAGS.name: 2.0}, today={RECALL.name: 0.6, FLAGS.name: 1.0},
+                         figures=FIGURES)
+
+    header, recall, flags = scoreboard.table(comparison, FIGURES)
+    assert recall.endswith("WORSE") and "↑" in recall and not flags.endswith("WORSE") and "↓" in flags
+
+
+def test_a_change_in_the_items_measured_is_reported():
+    assert item_changes({"locomo": 5, "updates": 9}, {"locomo": 5, "updates": 8, "merges": 5}) == [
+        "updates: 9 items landed, 8 today"]
+
+
+def test_recording_one_split_keeps_the_other(tmp_path):
+    path = tmp_path / "scoreboard.json"
+    scoreboard.write(split="dev", entry={"figures": {RECALL.name: 0.8}}, path=path)
+    scoreboard.write(split="test", entry={"figures": {RECALL.name: 0.7}}, path=path)
+    scoreboard.write(split="test", entry={"figures": {RECALL.name: 0.72}}, path=path)
+
+    assert scoreboard.landed("dev", path)["figures"] == {RECALL.name: 0.8}
+    assert scoreboard.landed("test", path)["figures"] == {RECALL.name: 0.72}
+    assert scoreboard.landed("dev", tmp_path / "missing.json") == {}
+
+
+def test_a_quick_run_cannot_be_recorded_as_the_landed_figures(tmp_path):
+    with pytest.raises(CommandError, match="smoke run"):
+        call_command("evaluate", "scoreboard", "--quick", "--record", "--file", str(tmp_path / "s.json"),
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    assert not (tmp_path / "s.json").exists()
