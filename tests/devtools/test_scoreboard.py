@@ -32,6 +32,16 @@ def test_a_higher_value_is_worse_where_lower_is_better():
     assert worse({FLAGS.name: 2.0}, {FLAGS.name: 0.0}) == []
 
 
+def test_a_change_within_the_figures_noise_is_not_worse():
+    noisy = (Figure("locomo", "answer_hit_before", HIGHER, noise=0.005), Figure("locomo", "active_ratio", LOWER, 0.01))
+    landed = {"locomo.answer_hit_before": 0.5652, "locomo.active_ratio": 0.44}
+
+    assert compare(landed=landed, today={"locomo.answer_hit_before": 0.5632, "locomo.active_ratio": 0.449},
+                   figures=noisy)["worse"] == []
+    assert compare(landed=landed, today={"locomo.answer_hit_before": 0.5592, "locomo.active_ratio": 0.4501},
+                   figures=noisy)["worse"] == ["locomo.answer_hit_before", "locomo.active_ratio"]
+
+
 def test_a_figure_without_a_landed_or_a_today_value_is_not_compared():
     comparison = compare(landed={FLAGS.name: 1.0}, today={RECALL.name: 0.5, FLAGS.name: None}, figures=FIGURES)
 

@@ -12,7 +12,6 @@ from tqdm import tqdm
 from zeromem.devtools.evaluation import locomo, longmemeval, runs, scoreboard, updates
 from zeromem.devtools.evaluation.retrieval import CATEGORIES
 from zeromem.devtools.evaluation.splits import ALL, SPLITS
-from zeromem.devtools.evaluation.updates import CaseResult
 from zeromem.devtools.results import ROOT, commit_of, machine_info
 
 
@@ -67,11 +66,8 @@ class Command(BaseCommand):
         except runs.NothingToEvaluate as error:
             raise CommandError(str(error)) from error
 
-    def _split_line(self, result: dict[str, Any]) -> None:
-        self.stderr.write(f"split {result['split']}: {result['items']} of {result['items_total']} items")
-
     def _emit(self, result: dict[str, Any], options: dict[str, Any]) -> None:
-        self._split_line(result)
+        self.stderr.write(f"split {result['split']}: {result['items']} of {result['items_total']} items")
         if options["json"]:
             self.stdout.write(json.dumps(result))
 
@@ -142,7 +138,7 @@ class Command(BaseCommand):
         self._emit(result, options)
 
     def _updates(self, options: dict[str, Any]) -> None:
-        def report(result: CaseResult) -> None:
+        def report(result: updates.CaseResult) -> None:
             self.stderr.write(f"{'PASS' if result.passed else 'FAIL'} {result.id:>8} expect={result.expect:<9} "
                               f"current_above_stale={result.current_above_stale!s:<5} "
                               f"stale_superseded={result.stale_superseded!s:<5} "
