@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from zeromem.devtools.evaluation import scoreboard
 from zeromem.devtools.evaluation.scoreboard import HIGHER, LOWER, Figure, compare, figures_of, item_changes
+from zeromem.devtools.evaluation.splits import split_of
 
 RECALL = Figure("locomo", "recall_at_10_after", HIGHER)
 FLAGS = Figure("opsignals", "flags_per_1000", LOWER)
@@ -92,3 +95,61 @@ def test_a_quick_run_cannot_be_recorded_as_the_landed_figures(tmp_path):
         call_command("evaluate", "scoreboard", "--quick", "--record", "--file", str(tmp_path / "s.json"),
                      stdout=io.StringIO(), stderr=io.StringIO())
     assert not (tmp_path / "s.json").exists()
+
+
+def in_test_split(prefix: str) -> str:
+    return next(f"{prefix}-{n}" for n in range(100) if split_of(f"{prefix}-{n}") == "test")
+
+
+def write_data(root: Path) -> None:
+    """A tiny data folder laid out as ../shared/eval/ (invented sentences), one item of each data set in `test`."""
+    (root / "updates").mkdir(parents=True)
+    question = in_test_split("What is the user's locker number")
+    (root / "updates" / "cases.jsonl").write_text(json.dumps({
+        "id": "case0", "entity_id": "user", "stale_text": "My locker number is 114.", "stale_days_ago": 40,
+        "current_text": "They moved me, my locker number is now 214.", "current_days_ago": 4,
+        "filler": ["Good morning!", "See you tomorrow."], "question": question, "current": "214", "stale": "114",
+        "expect": "supersede"}) + "\n")
+    (root / "longmemeval" / "oracle").mkdir(parents=True)
+    turns = [[{"role": "user", "content": f"I've read {n} books by Le Guin this year.", "has_answer": True},
+              {"role": "assistant", "content": "A great pace."}] for n in (3, 5)]
+    (root / "longmemeval" / "oracle" / "q.json").write_text(json.dumps({
+        "question_id": in_test_split("books"), "question": "How many Le Guin books have I read?", "answer": "5",
+        "haystack_session_ids": ["old", "new"], "haystack_dates": ["2023/02/10 (Fri) 09:30", "2023/06/20 (Tue) 09:30"],
+        "haystack_sessions": turns, "answer_session_ids": ["old", "new"]}))
+    (root / "locomo").mkdir()
+    said = ["I adopted a grey cat called Pixel.", "Lovely! How old is Pixel?", "Pixel is two years old.",
+            "I started pottery classes on Thursdays.", "Pottery sounds relaxing.", "My first bowl cracked in the kiln."]
+    session = [{"speaker": ("Ana", "Ben")[i % 2], "dia_id": f"D1:{i + 1}", "text": text} for i, text in enumerate(said)]
+    (root / "locomo" / "locomo10.json").write_text(json.dumps([{
+        "sample_id": in_test_split("conv"),
+        "conversation": {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:56 pm on 8 May, 2023",
+                         "session_1": session},
+        "qa": [{"question": "What is Ana's cat called?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4}]}]))
+
+
+def scoreboard_command(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("evaluate", "scoreboard", *args, "--json", stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("hash_embedder")
+def test_a_recorded_scoreboard_is_what_the_next_run_compares_with(tmp_path):
+    write_data(tmp_path / "eval")
+    landed = tmp_path / "scoreboard.json"
+    options = ("--data", str(tmp_path / "eval"), "--file", str(landed))
+
+    first = scoreboard_command(*options, "--record")
+    second = scoreboard_command(*options)
+
+    events = first["items"].pop("opsignals")
+    assert first["split"] == "test" and first["items"] == {"updates": 1, "longmemeval": 1, "merges": 1, "locomo": 1}
+    assert 0 < events < first["items_total"]["opsignals"] == 200
+    assert all(row["landed"] is None for row in first["figures"].values())
+    assert set(second["figures"]) == {figure.name for figure in scoreboard.FIGURES}
+    assert {name: row["landed"] for name, row in second["figures"].items()} == {
+        name: row["today"] for name, row in first["figures"].items()}
+    assert second["worse"] == [name for name, row in second["figures"].items() if row["worse"]]
+    assert scoreboard.landed("test", landed)["items"] == {**first["items"], "opsignals": events}

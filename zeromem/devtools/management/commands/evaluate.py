@@ -181,7 +181,9 @@ class Command(BaseCommand):
             scoreboard.write(split=split, path=path, entry=entry)
             self.stderr.write(f"recorded as the landed figures of the {split} split in {path}")
         if options["json"]:
-            self.stdout.write(json.dumps({"split": split, "quick": options["quick"], "items": items, **comparison}))
+            totals = {name: result["items_total"] for name, result in results.items()}
+            self.stdout.write(json.dumps({"split": split, "quick": options["quick"], "items": items,
+                                          "items_total": totals, **comparison}))
 
     def _table(self, result: dict[str, Any], categories: dict[int, str]) -> None:
         write = self.stderr.write
