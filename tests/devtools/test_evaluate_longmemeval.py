@@ -20,7 +20,8 @@ pytestmark = pytest.mark.usefixtures("hash_embedder")
 KEYS = {"questions", "memories", "current_above_stale_before", "current_above_stale_after",
         "current_only_at_10_before", "current_only_at_10_after", "ctx_current_no_stale_after",
         "ctx_newest_is_current_after", "stale_retired", "current_lost", "false_retirements",
-        "supersedes_outside_evidence", "supersedes_outside_evidence_list", "flags", "seconds", "per_question"}
+        "supersedes_outside_evidence", "supersedes_outside_evidence_list", "flags", "seconds", "per_question",
+        "split", "items", "items_total"}
 
 
 def day(year: int, month: int, date: int, hour: int = 9) -> str:

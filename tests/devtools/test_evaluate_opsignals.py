@@ -68,7 +68,7 @@ def test_the_command_ingests_the_scenario_clusters_it_and_reports_its_figures():
 
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert set(result) == {"memories", "flags", "flags_per_1000", "supersedes", "active_after", "semantic_written",
-                           "seconds"}
+                           "seconds", "split", "items", "items_total"}
     assert result["memories"] == 200
     assert result["flags_per_1000"] == round(result["flags"] * 1000 / 200, 2)
     assert "200 events" in err.getvalue()

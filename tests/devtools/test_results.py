@@ -87,3 +87,21 @@ def test_a_column_can_pick_an_item_of_a_list_by_its_fields(tmp_path):
            run=printed(json.dumps({"rows": rows, "edge_recall": 0.998}))[0])
 
     assert "| 3 | – | 0.998 | 150 | – |" in render(data_dir=tmp_path)
+
+
+def test_the_page_shows_the_landed_scoreboard_of_the_test_split(tmp_path):
+    machine = {"cores": 2, "cpu": "Test CPU", "memory_gib": 8.0}
+    scoreboard = tmp_path / "scoreboard.json"
+    scoreboard.write_text(json.dumps({
+        "dev": {"commit": "dev0000000", "recorded_at": "then", "machine": machine, "items": {"updates": 11},
+                "figures": {"updates.false_supersedes": 7}},
+        "test": {"commit": "abc1234567", "recorded_at": "now", "machine": machine, "items": {"updates": 7},
+                 "figures": {"updates.false_supersedes": 1, "locomo.recall_at_10_after": 0.71234}}}))
+
+    page = render(data_dir=tmp_path / "none", scoreboard_path=scoreboard)
+
+    assert "## Scoreboard (test split)" in page and "`abc1234567`" in page and "updates 7" in page
+    assert "| `updates.false_supersedes` | lower | 1 |" in page
+    assert "| `locomo.recall_at_10_after` | higher | 0.7123 |" in page
+    assert "dev0000000" not in page
+    assert "Scoreboard" not in render(data_dir=tmp_path / "none", scoreboard_path=tmp_path / "missing.json")

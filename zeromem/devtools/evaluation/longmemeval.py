@@ -23,10 +23,10 @@ from typing import Any
 
 from profiles.selectors import context_build
 from zeromem.core import services
-from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import retrieval
+from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState, RelationType
 
@@ -110,17 +110,10 @@ def available(root: Path, variant: str) -> bool:
     return folder.is_dir() and any(folder.glob("*.json"))
 
 
-def load(folder: Path, limit: int = 0) -> list[Question]:
+def load(folder: Path) -> list[Question]:
     """The answerable questions (abstention ids `*_abs` skipped) of one variant folder, by file name."""
-    questions = []
-    for path in sorted(folder.glob("*.json")):
-        raw = json.loads(path.read_text())
-        if str(raw["question_id"]).endswith("_abs"):
-            continue
-        questions.append(question_from(raw))
-        if limit and len(questions) == limit:
-            break
-    return questions
+    raws = (json.loads(path.read_text()) for path in sorted(folder.glob("*.json")))
+    return [question_from(raw) for raw in raws if not str(raw["question_id"]).endswith("_abs")]
 
 
 def session_date(value: str) -> datetime:
@@ -222,11 +215,6 @@ def context_memories(tenant_id: int, user_id: str, query: str) -> list[Memory]:
     return [hit.memory for hit in context.hits]
 
 
-def retired_memories(tenant_id: int, user_id: str) -> list[Memory]:
-    return list(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, state=MemoryState.ARCHIVED,
-                                      archive_reason=SUPERSEDED).select_related("superseded_by").order_by("created_at"))
-
-
 def active_turns(tenant_id: int, user_id: str, covers: Mapping[uuid.UUID, frozenset[str]]) -> frozenset[str]:
     ids = (Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, state=MemoryState.RAW)
            .values_list("id", flat=True))
@@ -257,13 +245,13 @@ def measure_before(tenant_id: int, user_id: str, question: Question,
 def measure_after(tenant_id: int, user_id: str, question: Question, covers: Mapping[uuid.UUID, frozenset[str]],
                   before: Before, memories: int) -> tuple[QuestionResult, list[Retired]]:
     """1. the retired memories and what they cover; 2. search and context through the product; 3. the figures."""
-    retired = retired_memories(tenant_id, user_id)
+    retired = superseded_memories(tenant_id=tenant_id, user_id=user_id)
     retired_turns = frozenset().union(*(covers.get(m.id, frozenset()) for m in retired))
     stale_retired = bool(retired_turns & question.stale)
     holders = Holders(question, covers, frozenset(m.id for m in retired), stale_retired)
     hits = search(tenant_id, user_id, question.question)
     context = context_memories(tenant_id, user_id, question.question)
-    outside = [Retired(question.question_id, m.content, m.superseded_by.content if m.superseded_by else None)
+    outside = [Retired(question.question_id, m.content, successor_text(m))
                for m in retired if not covers.get(m.id, frozenset()) & question.stale]
     has_stale = bool(question.stale)
     result = QuestionResult(

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from zeromem.core import services
-from zeromem.core.domain.transitions import SUPERSEDED
+from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState, MemoryType, RelationType
 
@@ -115,22 +115,25 @@ def _badness(rng: random.Random, window: Window, position: float) -> float:
     return round(rng.uniform(low, high), 3)
 
 
-def _window_events(rng: random.Random, window: Window, seen: set[str]) -> list[Event]:
+def _window_events(rng: random.Random, window: Window, seen: set[str]) -> list[tuple[str, Event]]:
+    """(service, event) pairs of one window."""
     kinds, weights = zip(*window.mix, strict=True)
-    events: list[Event] = []
+    events: list[tuple[str, Event]] = []
     while len(events) < window.events:
         kind = rng.choices(kinds, weights)[0]
         badness = max(0.0, _badness(rng, window, len(events) / window.events))
-        event = KINDS[kind](rng, rng.choice(SERVICES), badness)
+        service = rng.choice(SERVICES)
+        event = KINDS[kind](rng, service, badness)
         if event.text not in seen:  # a repeated text would be deduplicated by ingestion
             seen.add(event.text)
-            events.append(event)
+            events.append((service, event))
     return events
 
 
 def opsignal_items(*, user_id: str, start: datetime, window_as: str = "field") -> list[services.MemoryInput]:
     """200 events from `start`, a few minutes apart: normal 40, degraded 60, outage 50, recovery 50. `window_as`
-    "field" sets MemoryInput.window; "tags" leaves it empty and tags each event `window:<name>`."""
+    "field" sets MemoryInput.window; "tags" leaves it empty and tags each event `window:<name>`. The service an
+    event is about is in its metadata (`service`): the key of the evaluation's split (`split_key`)."""
     if window_as not in ("field", "tags"):
         raise ValueError(f"window_as must be 'field' or 'tags', not {window_as!r}")
     rng = random.Random(SEED)
@@ -138,12 +141,12 @@ def opsignal_items(*, user_id: str, start: datetime, window_as: str = "field") -
     items: list[services.MemoryInput] = []
     at = start
     for window in WINDOWS:
-        for event in _window_events(rng, window, seen):
+        for service, event in _window_events(rng, window, seen):
             items.append(services.MemoryInput(
                 content=event.text, user_id=user_id, entity_id=None, role="", session_id=f"ops-{window.name}",
                 importance=event.importance, created_at=at, window=window.name if window_as == "field" else None,
                 tags=(f"window:{window.name}",) if window_as == "tags" else (),
-                metadata={"source": "opsignals", "window": window.name}))
+                metadata={"source": "opsignals", "window": window.name, "service": service}))
             at += timedelta(minutes=rng.uniform(*GAP_MINUTES))
     return items
 
@@ -160,22 +163,27 @@ class Outcome:
     supersedes: list[tuple[str, str | None]]  # (older, newer) texts
 
 
-def evaluate_opsignals(*, now: datetime, cluster: Callable[[int, str], Any], window_as: str = "field",
+def split_key(item: services.MemoryInput) -> str:
+    """An event's key in the frozen split: the service it is about. Each service's events are one stream (its
+    readings, alerts and deploys), so a split holds whole streams; pairs across two services of different splits
+    are measured in neither."""
+    return str(item.metadata["service"])
+
+
+def evaluate_opsignals(*, items: list[services.MemoryInput], cluster: Callable[[int, str], Any],
                        progress: Callable[[str], None]) -> Outcome:
-    """1. ingest the scenario for one user of a new tenant; 2. cluster it, forced; 3. count flags, supersedes and
-    what stays active."""
+    """1. ingest the events (`opsignal_items`, all of one user) into a new tenant; 2. cluster that user, forced;
+    3. count flags, supersedes and what stays active."""
     started = time.perf_counter()
     tenant = evaluation_tenant("opsignals")
-    user_id = "ops"
-    items = opsignal_items(user_id=user_id, start=scenario_start(now), window_as=window_as)
     ingested = services.memories_ingest(tenant_id=tenant.id, items=items)
     progress(f"ingested {ingested.created} events ({ingested.deduplicated} deduplicated); clustering")
-    cluster(tenant.id, user_id)
+    for user_id in sorted({item.user_id for item in items}):
+        cluster(tenant.id, user_id)
     memories = Memory.objects.filter(tenant=tenant)
     flagged = list(MemoryRelation.objects.filter(tenant=tenant, relation_type=RelationType.CONTRADICTS, flagged=True)
                    .select_related("from_memory", "to_memory").order_by("created_at", "id"))
-    superseded = list(memories.filter(state=MemoryState.ARCHIVED, archive_reason=SUPERSEDED)
-                      .select_related("superseded_by").order_by("created_at"))
+    superseded = superseded_memories(tenant_id=tenant.id)
     figures = {
         "memories": ingested.created,
         "flags": len(flagged),
@@ -187,4 +195,4 @@ def evaluate_opsignals(*, now: datetime, cluster: Callable[[int, str], Any], win
     }
     return Outcome(figures=figures,
                    flagged_pairs=[(r.from_memory.content, r.to_memory.content) for r in flagged],
-                   supersedes=[(m.content, m.superseded_by.content if m.superseded_by else None) for m in superseded])
+                   supersedes=[(m.content, successor_text(m)) for m in superseded])

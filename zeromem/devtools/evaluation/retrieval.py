@@ -32,12 +32,16 @@ from zeromem.core.domain.recall import budget_recall, content_words, within_budg
 from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
+from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemorySource, Tenant
 
 POOL = 50
 KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SUPERSEDES_LISTED = 50
+
+
 def answer_hit(answer: str, text: str) -> bool:
     words = content_words(answer)
     if not words:
@@ -157,8 +161,17 @@ def evaluate_locomo(*, conversations: list[locomo.Conversation], cluster: Callab
     after = measure(tenant.id, users, lambda n: progress("search after", n, questions))
     result = _figures(tenant, before, after, (active_before, chars_before, active_after, chars_after), started)
     during = query_cache_stats().since(queries)
-    return {**result, **archived_evidence(tenant.id, users), "query_embeddings": during.misses,
-            "query_cache_hits": during.hits}
+    return {**result, **archived_evidence(tenant.id, users), **supersedes(tenant.id, turns),
+            "query_embeddings": during.misses, "query_cache_hits": during.hits}
+
+
+def supersedes(tenant_id: int, turns: int) -> dict[str, Any]:
+    """What clustering retired as superseded on casual chat, where nearly every supersede is a wrong one."""
+    retired = superseded_memories(tenant_id=tenant_id)
+    return {"supersedes": len(retired),
+            "supersedes_per_1000_turns": round(len(retired) * 1000 / turns, 2) if turns else 0.0,
+            "supersedes_list": [{"user_id": m.user_id, "older": m.content, "newer": successor_text(m)}
+                                for m in retired[:SUPERSEDES_LISTED]]}
 
 
 def archived_evidence(tenant_id: int, users: dict[str, locomo.Conversation]) -> dict[str, Any]:

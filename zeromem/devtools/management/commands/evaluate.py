@@ -7,60 +7,58 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from consolidation.jobs.clustering import clustering_run_now
-from consolidation.jobs.reflection import EXTRACTIVE
 from zeromem.devtools.evaluation import language as language_evaluation
-from zeromem.devtools.evaluation import locomo, longmemeval
-from zeromem.devtools.evaluation.merges import evaluate_merges
-from zeromem.devtools.evaluation.opsignals import evaluate_opsignals
-from zeromem.devtools.evaluation.profiles import evaluate_profiles
-from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
+from zeromem.devtools.evaluation import locomo, longmemeval, runs, scoreboard, updates
+from zeromem.devtools.evaluation.retrieval import CATEGORIES
 from zeromem.devtools.evaluation.splits import ALL, SPLITS
-from zeromem.devtools.evaluation.updates import DEFAULT_PATH, evaluate_updates, load_cases
 from zeromem.devtools.language.labelled import LABELLED_PATH
+from zeromem.devtools.results import ROOT, commit_of, machine_info
 from zeromem.language.readers import READERS
-
-# The figures measure the product without an LLM: no reflection model, whatever the environment configures (the
-# evaluation tenants keep the default policy, without the extraction phase; `evaluation_tenant`).
-NO_LLM: dict[str, Any] = {"ZEROMEMORY_REFLECTION_MODEL": "", "ZEROMEMORY_DEFAULT_REFLECTION_MODEL": EXTRACTIVE}
 
 
 class Command(BaseCommand):
     help = ("Quality measured on ../shared/eval (own throwaway database). `evaluate locomo`: retrieval before "
-            "and after clustering. With --json the last stdout line is one JSON object.")
+            "and after clustering. `--split dev|test` takes one half of the frozen split (tune on dev, report "
+            "test; default: every item). With --json the last stdout line is one JSON object.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="which", required=True)
         run = sub.add_parser("locomo", help="store size and retrieval before/after clustering on LoCoMo")
         run.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         run.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
-        run.add_argument("--json", action="store_true")
-        updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
-        updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
-        updates.add_argument("--json", action="store_true")
+        cases = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
+        cases.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
         merges = sub.add_parser("merges", help="what clustering writes on LoCoMo: empty merges, fragments, paraphrases")
         merges.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         merges.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
-        merges.add_argument("--json", action="store_true")
         profiles = sub.add_parser("profiles", help="reflection on LoCoMo: every speaker's profile, linked to turns")
         profiles.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         profiles.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
-        profiles.add_argument("--json", action="store_true")
         lme = sub.add_parser("longmemeval", help="LongMemEval knowledge updates: current above stale, stale retired")
         lme.add_argument("--variant", choices=longmemeval.VARIANTS, default="oracle",
                          help="oracle: evidence sessions only; s: with ~45 filler sessions")
         lme.add_argument("--data", default=None, help="a folder holding oracle/ (and s/); default "
                                                       "../shared/eval/longmemeval/")
         lme.add_argument("--questions", type=int, default=0, help="only the first N answerable questions (0 = all)")
-        lme.add_argument("--json", action="store_true")
         ops = sub.add_parser("opsignals", help="an incident's monitoring events: flags and supersedes after clustering")
         ops.add_argument("--window-as", choices=("field", "tags"), default="field",
                          help="the window as MemoryInput.window (field) or as a tag window:<name> (tags)")
-        ops.add_argument("--json", action="store_true")
+        for evaluation in (run, cases, merges, profiles, lme, ops):
+            evaluation.add_argument("--split", choices=(*SPLITS, ALL), default=ALL,
+                                    help="the frozen split's dev or test half, or all items (default)")
+            evaluation.add_argument("--json", action="store_true")
+        board = sub.add_parser("scoreboard", help="every quality evaluation once, beside the landed figures")
+        board.add_argument("--split", choices=SPLITS, default="test", help="default test, the reported half")
+        board.add_argument("--quick", action="store_true",
+                           help=f"only the first {runs.QUICK_ITEMS} items of each data set (a smoke run)")
+        board.add_argument("--record", action="store_true",
+                           help="keep today's figures as the landed ones (run it on the landed code)")
+        board.add_argument("--data", default=str(runs.DATA), help="a folder laid out as ../shared/eval/ (default)")
+        board.add_argument("--file", default=str(scoreboard.PATH), help="the landed figures (docs/scoreboard.json)")
+        board.add_argument("--json", action="store_true")
         language = sub.add_parser("language", help="each reader's accuracy per judgement on the labelled language set")
         language.add_argument("--split", choices=(*SPLITS, ALL), default="dev")
         language.add_argument("--reader", action="append", choices=sorted(READERS), help="only these (default: all)")
@@ -70,13 +68,18 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, which: str, **options: Any) -> None:
         # Each evaluation's tenant runs without the safety net (`evaluation_tenant`): it measures retrieval itself.
-        {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
-         "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges,
-         "language": self._language}[which](options)
+        handler = {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
+                   "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges,
+                   "scoreboard": self._scoreboard, "language": self._language}[which]
+        try:
+            handler(options)
+        except runs.NothingToEvaluate as error:
+            raise CommandError(str(error)) from error
 
-    @staticmethod
-    def _cluster(tenant_id: int, user_id: str) -> Any:
-        return clustering_run_now(tenant_id=tenant_id, user_id=user_id, trigger="cli", force=True)
+    def _emit(self, result: dict[str, Any], options: dict[str, Any]) -> None:
+        self.stderr.write(f"split {result['split']}: {result['items']} of {result['items_total']} items")
+        if options["json"]:
+            self.stdout.write(json.dumps(result))
 
     def _bars(self) -> tuple[Callable[[str, int, int], None], Callable[[], None]]:
         bars: dict[str, tqdm] = {}
@@ -93,17 +96,10 @@ class Command(BaseCommand):
         return progress, close
 
     def _longmemeval(self, options: dict[str, Any]) -> None:
-        root, variant = Path(options["data"]) if options["data"] else longmemeval.DEFAULT_PATH, options["variant"]
-        if not longmemeval.available(root, variant):
-            raise CommandError(f"LongMemEval data not found: no {variant}/*.json under {root} (--data expects a "
-                               f"folder holding oracle/ and optionally s/, like ../shared/eval/longmemeval/)")
-        questions = longmemeval.load(longmemeval.variant_folder(root, variant), options["questions"])
-        if not questions:
-            raise CommandError(f"no answerable question in {longmemeval.variant_folder(root, variant)}")
         progress, close = self._bars()
-        with override_settings(**NO_LLM):
-            result = longmemeval.evaluate_longmemeval(questions=questions, cluster=self._cluster, progress=progress,
-                                                      report=self.stderr.write)
+        result = runs.longmemeval_run(
+            root=Path(options["data"]) if options["data"] else longmemeval.DEFAULT_PATH, variant=options["variant"],
+            split=options["split"], limit=options["questions"], progress=progress, say=self.stderr.write)
         close()
         write = self.stderr.write
         for item in result["supersedes_outside_evidence_list"]:
@@ -113,10 +109,9 @@ class Command(BaseCommand):
             "current_only_at_10_after", "ctx_current_no_stale_after", "ctx_newest_is_current_after", "stale_retired",
             "current_lost", "false_retirements", "supersedes_outside_evidence", "flags"))
         with_stale = sum(q["has_stale"] for q in result["per_question"])
-        write(f"{result['questions']} questions ({variant}; {with_stale} with a stale turn), {result['memories']} "
-              f"memories: {figures}; {result['seconds']} s")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        write(f"{result['questions']} questions ({options['variant']}; {with_stale} with a stale turn), "
+              f"{result['memories']} memories: {figures}; {result['seconds']} s")
+        self._emit(result, options)
 
     def _language(self, options: dict[str, Any]) -> None:
         outcome = language_evaluation.evaluate_language_run(
@@ -127,9 +122,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(outcome))
 
     def _opsignals(self, options: dict[str, Any]) -> None:
-        with override_settings(**NO_LLM):
-            outcome = evaluate_opsignals(now=timezone.now(), cluster=self._cluster, window_as=options["window_as"],
-                                         progress=self.stderr.write)
+        outcome = runs.opsignals_run(now=timezone.now(), split=options["split"], window_as=options["window_as"],
+                                     say=self.stderr.write)
         figures, write = outcome.figures, self.stderr.write
         for older, newer in outcome.flagged_pairs[:10]:
             write(f"flagged: {older!r} ↔ {newer!r}")
@@ -141,77 +135,73 @@ class Command(BaseCommand):
               f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} supersedes; "
               f"{figures['active_after']} active after clustering, {figures['semantic_written']} semantic memories; "
               f"{figures['seconds']} s")
-        if options["json"]:
-            self.stdout.write(json.dumps(figures))
-
-    @staticmethod
-    def _conversations(options: dict[str, Any]) -> list[locomo.Conversation]:
-        """The LoCoMo conversations asked for (--path, --conversations), or a clear error when the data is absent."""
-        path = Path(options["path"])
-        if not locomo.available(path):
-            raise CommandError(f"LoCoMo data not found at {path}: nothing to evaluate (it lives in ../shared/eval/)")
-        return locomo.load(path)[: options["conversations"] or None]
+        self._emit(figures, options)
 
     def _merges(self, options: dict[str, Any]) -> None:
-        result = evaluate_merges(conversations=self._conversations(options),
-                                 cluster=self._cluster, progress=self.stderr.write)
+        result = runs.merges_run(path=Path(options["path"]), split=options["split"], limit=options["conversations"],
+                                 say=self.stderr.write)
         self.stderr.write(f"{result['merged_texts']} merged texts: {result['empty_merges']} empty, "
                           f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs "
                           f"({result['seconds']} s)")
         for kind, samples in result["samples"].items():
             for sample in samples:
                 self.stderr.write(f"  {kind}: {sample}")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        self._emit(result, options)
 
     def _profiles(self, options: dict[str, Any]) -> None:
-        result = evaluate_profiles(conversations=self._conversations(options),
-                                   progress=self.stderr.write)
+        result = runs.profiles_run(path=Path(options["path"]), split=options["split"],
+                                   limit=options["conversations"], say=self.stderr.write)
         self.stdout.write(f"{result['speakers_with_profile']} of {result['speakers']} speakers have a profile; "
                           f"{result['items_linked_to_turns']} of {result['profile_items']} items link to turn ids")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        self._emit(result, options)
 
     def _updates(self, options: dict[str, Any]) -> None:
-
-        path = Path(options["path"]) if options["path"] else DEFAULT_PATH
-        if not path.is_file():
-            raise CommandError(f"knowledge-update cases not found at {path} (they live in ../shared/eval/)")
-
-        def report(result: Any) -> None:
+        def report(result: updates.CaseResult) -> None:
             self.stderr.write(f"{'PASS' if result.passed else 'FAIL'} {result.id:>8} expect={result.expect:<9} "
                               f"current_above_stale={result.current_above_stale!s:<5} "
                               f"stale_superseded={result.stale_superseded!s:<5} "
                               f"any_superseded={result.superseded_any}")
 
-        result = evaluate_updates(
-            cases=load_cases(path), report=report,
-            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
-                                                                  trigger="cli"))
+        path = Path(options["path"]) if options["path"] else updates.DEFAULT_PATH
+        result = runs.updates_run(path=path, split=options["split"], report=report)
         self.stderr.write(f"supersede cases: {result['cases']}, current above stale: {result['current_above_stale']}, "
                           f"stale superseded: {result['stale_superseded']}; keep cases: {result['keep_cases']}, "
                           f"false supersedes: {result['false_supersedes']}")
-        if options["json"]:
-            self.stdout.write(json.dumps(result))
+        self._emit(result, options)
 
     def _locomo(self, options: dict[str, Any]) -> None:
-        conversations = self._conversations(options)
-        bars: dict[str, tqdm] = {}
-
-        def progress(phase: str, done: int, total: int) -> None:
-            if phase not in bars:
-                bars[phase] = tqdm(total=total, desc=phase, unit="", file=self.stderr._out, leave=False)
-            bars[phase].update(done)
-
-        result = evaluate_locomo(
-            conversations=conversations, progress=progress,
-            cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
-                                                                  trigger="cli", force=True))
-        for bar in bars.values():
-            bar.close()
+        progress, close = self._bars()
+        result = runs.locomo_run(path=Path(options["path"]), split=options["split"], limit=options["conversations"],
+                                 progress=progress)
+        close()
         self._table(result, CATEGORIES)
+        self._emit(result, options)
+
+    def _scoreboard(self, options: dict[str, Any]) -> None:
+        """1. run every quality evaluation on the split; 2. compare with the landed figures and print the table;
+        3. with --record, keep today's figures as the landed ones."""
+        split, path = options["split"], Path(options["file"])
+        if options["record"] and options["quick"]:
+            raise CommandError("a --quick run is a smoke run: its figures cannot be recorded as the landed ones")
+        progress, close = self._bars()
+        results = runs.scoreboard_run(data=Path(options["data"]), split=split, quick=options["quick"],
+                                      progress=progress, say=self.stderr.write)
+        close()
+        landed, today = scoreboard.landed(split, path), scoreboard.figures_of(results)
+        items = scoreboard.items_of(results)
+        comparison = scoreboard.compare(landed=landed.get("figures", {}), today=today)
+        self.stderr.write(f"split {split}; landed figures: {landed.get('commit', 'none recorded')}")
+        for line in scoreboard.table(comparison) + scoreboard.item_changes(landed.get("items", {}), items):
+            self.stderr.write(line)
+        if options["record"]:
+            entry = {"commit": commit_of(ROOT), "recorded_at": timezone.now().strftime("%Y-%m-%d %H:%M UTC"),
+                     "machine": machine_info(), "items": items, "figures": today}
+            scoreboard.write(split=split, path=path, entry=entry)
+            self.stderr.write(f"recorded as the landed figures of the {split} split in {path}")
         if options["json"]:
-            self.stdout.write(json.dumps(result))
+            totals = {name: result["items_total"] for name, result in results.items()}
+            self.stdout.write(json.dumps({"split": split, "quick": options["quick"], "items": items,
+                                          "items_total": totals, **comparison}))
 
     def _table(self, result: dict[str, Any], categories: dict[int, str]) -> None:
         write = self.stderr.write
@@ -232,3 +222,6 @@ class Command(BaseCommand):
               f"{result['evidence_archived_uninformative']} of {result['evidence_turns']} evidence turns archived "
               f"as small talk; {result['query_embeddings']} queries embedded, {result['query_cache_hits']} from the "
               f"query cache")
+        for pair in result["supersedes_list"]:
+            write(f"superseded: {pair['user_id']}: {pair['older']!r} → {pair['newer']!r}")
+        write(f"{result['supersedes']} supersedes ({result['supersedes_per_1000_turns']} per 1000 turns)")
