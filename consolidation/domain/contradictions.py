@@ -525,7 +525,7 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
               for c in pickle.loads(_pickled_claims(text, at, role))]
     newer_of: dict[int, int] = {}
     links = _restated(claims, reader)
-    if reader is not None and query:
+    if reader is not None and query and reader.asks_now(query):
         links += _answering(claims, reader, query)
     for older, newer in links:
         if older not in newer_of or dates[newer] > dates[newer_of[older]]:
@@ -539,21 +539,20 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
 
 
 def _restated(claims: Sequence[Claim], reader: Reader | None) -> list[tuple[int, int]]:
-    """(older, newer) memories where a later claim speaks of an attribute an earlier one stated: by the reader's
-    same-attribute judgement, or (no reader) the rules' non-compatible verdicts."""
+    """(older, newer) memories where a later claim gives another value of an attribute an earlier one stated: the
+    reader's relation (replaces or contradicts; what is only alike is no reason to move a result), or (no reader)
+    the rules' non-compatible verdicts."""
     if reader is None:
-        return [(f.older.memory, f.newer.memory) for f in claim_verdicts(claims, claim_pairs(claims))
-                if f.older.statement.at < f.newer.statement.at]
-    ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory)))
-               for a, b in reader_pairs(claims, reader)]
-    same = reader.same_attribute([(Said(o.text, o.statement.at), Said(n.text, n.statement.at)) for o, n in ordered])
-    return [(o.memory, n.memory) for (o, n), alike in zip(ordered, same, strict=True)
-            if alike and o.statement.at < n.statement.at]
+        verdicts = claim_verdicts(claims, claim_pairs(claims))
+    else:
+        verdicts = reader_verdicts(claims, reader_pairs(claims, reader), reader)
+    return [(f.older.memory, f.newer.memory) for f in verdicts if f.older.statement.at < f.newer.statement.at]
 
 
 def _answering(claims: Sequence[Claim], reader: Reader, query: str) -> list[tuple[int, int]]:
     """(older, newer) memories that both state a value of what the query asks about (the reader's same-attribute
-    judgement between the query and each claim): the newer answers for now."""
+    judgement between the query and each claim: a value-less question matches the claims whose values are values
+    of what it names): the newer answers for now."""
     asked = Said(query, min(c.statement.at for c in claims)) if claims else None
     if asked is None:
         return []

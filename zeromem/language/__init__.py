@@ -42,6 +42,10 @@ class Reader(Protocol):
 
     def chatter(self, said: Sequence[Said]) -> list[bool]: ...
 
+    def asks_now(self, question: str) -> bool:
+        """Does the question ask what holds now ("How much is my rent?"), not what happened once ("When did I…")?"""
+        ...
+
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]: ...
 
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:

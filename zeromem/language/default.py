@@ -34,6 +34,7 @@ from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 _NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
 _AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
 _NOUNS = frozenset({"NOUN", "PROPN"})
+_ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
 _CLIMB = frozenset({"pobj", "attr", "dobj", "acomp", "npadvmod", "appos", "nummod", "quantmod", "oprd", "conj",
@@ -132,7 +133,10 @@ def reading_of(doc: Any) -> Reading:
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
     in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
     content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values and not t.like_num)
-    return Reading(facts=facts, attributes=attributes, content=content, negated=any(t.dep_ == "neg" for t in doc),
+    # A negation of the statement itself: on its main verb, which has a subject (not an imperative: "Don't quit!").
+    negated = root is not None and any(c.dep_ == "neg" for c in root.children) and any(
+        c.dep_ in ("nsubj", "nsubjpass") for c in root.children)
+    return Reading(facts=facts, attributes=attributes, content=content, negated=negated,
                    predicate=root.lemma_.lower() if root is not None else "", speaker=speaker,
                    measured=bool(values) and not speaker and not finite,
                    event=past_action and (anchored or not speaker))
@@ -158,7 +162,8 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     covered: set[int] = set()
     for ent in doc.ents:
         dated_day = ent.label_ == "DATE" and any(c.like_num for c in ent)
-        if ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day:
+        addressed = ent.label_ == "PERSON" and ent.root.dep_ in _ASIDE  # "Wow, Jon, …": the person spoken to
+        if (ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day) and not addressed:
             numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
             value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
             if not _left_behind(ent.root):
@@ -206,6 +211,8 @@ def _fact(token: Any, value: str, doc: Any) -> Fact | None:
             described = _described(parent, node)
             if described is not None:
                 return Fact(_attribute(described), value, unit)
+            if parent.pos_ == "AUX":  # "that's tough, Jon": a copula says nothing of what the value is about
+                return None
             if parent.dep_ != "xcomp":  # "upgraded Postgres to version 17": the value's verb serves another
                 return Fact(Attribute(parent.lemma_.lower(), frozenset({preposition} - {""})), value, unit,
                             predicate=True)
@@ -258,10 +265,10 @@ def shared_facts(a: Reading, b: Reading) -> list[tuple[Fact, Fact]]:
     return [(x, y) for x in a.facts for y in b.facts if x.about_same(y)]
 
 
-def _flipped(a: Reading, b: Reading) -> bool:
-    """A negation that flips on the same predicate about the same thing ("I eat meat" / "I don't eat meat")."""
-    return (a.negated != b.negated and a.predicate == b.predicate
-            and any(x.matches(y) for x in a.attributes for y in b.attributes))
+def _flipped(a: Reading, b: Reading, threshold: float) -> bool:
+    """A negation that flips on the same predicate, worded alike otherwise ("I eat meat" / "I don't eat meat")."""
+    return (a.negated != b.negated and a.predicate == b.predicate and bool(a.content | b.content)
+            and len(a.content & b.content) / len(a.content | b.content) >= threshold)
 
 
 def _conflicting(a: Reading, b: Reading) -> bool:
@@ -282,11 +289,18 @@ def _said_alike(a: Reading, b: Reading, threshold: float) -> bool:
 def same_attribute(a: Reading, b: Reading, *, similarity: float | None = None, policy: Thresholds | None = None
                    ) -> bool:
     """A shared fact, or worded alike, or (given the texts' vectors' cosine) meaning alike with no attribute whose
-    modifiers disagree; without values, a shared noun phrase."""
+    modifiers disagree; where one carries values, the other names what they are values of ("How much is my rent?"
+    / "My rent is $1,400."); where neither does, a shared noun phrase ("I'm learning the violin." / "I quit the
+    violin.")."""
     policy = policy or Thresholds()
     if shared_facts(a, b) or _said_alike(a, b, policy.alike) or _meant_alike(a, b, similarity, policy.similar):
         return True
-    return any(x.matches(y) for x in a.attributes for y in b.attributes) and not (a.facts and b.facts)
+    if a.facts and b.facts:
+        return False
+    if a.facts or b.facts:  # one carries values: what they are values of must be what the other speaks of
+        valued, other = (a, b) if a.facts else (b, a)
+        return any(x.matches(f.attribute) for x in other.attributes for f in valued.facts)
+    return any(x.matches(y) for x in a.attributes for y in b.attributes)
 
 
 def _meant_alike(a: Reading, b: Reading, similarity: float | None, threshold: float) -> bool:
@@ -303,7 +317,7 @@ def changed(a: Reading, b: Reading, *, similarity: float | None = None, policy: 
         older = {x.value for x, _ in pairs}
         newer = {y.value for _, y in pairs}
         return bool(older - newer) and bool(newer - older)
-    return _flipped(a, b)
+    return _flipped(a, b, policy.alike)
 
 
 def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: float | None = None,
@@ -326,6 +340,15 @@ class DefaultReader:
 
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
         return [r.keys for r in read([s.text for s in said])]
+
+    def asks_now(self, question: str) -> bool:
+        """Present tense on the question's main verb or its auxiliary: "How many bikes do I own?" asks now, "When
+        did I buy the bike?" asks about then."""
+        from zeromem.language.pipeline import nlp
+
+        root = next((t for t in nlp()(question) if t.dep_ == "ROOT"), None)
+        verbs = [root, *(c for c in root.children if c.dep_ in ("aux", "auxpass"))] if root is not None else []
+        return not any("Past" in t.morph.get("Tense") and "Fin" in t.morph.get("VerbForm") for t in verbs)
 
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         """The learned head on each text's stored MiniLM vector; without one (another embedder, none stored) a
