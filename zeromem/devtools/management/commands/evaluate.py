@@ -41,6 +41,8 @@ class Command(BaseCommand):
         run.add_argument("--json", action="store_true")
         updates = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
         updates.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
+        updates.add_argument("--reader", choices=sorted(READERS), default=None,
+                             help="the language reader judging the pairs (default: the policy's, updates.reader)")
         updates.add_argument("--json", action="store_true")
         merges = sub.add_parser("merges", help="what clustering writes on LoCoMo: empty merges, fragments, paraphrases")
         merges.add_argument("--path", default=str(locomo.DEFAULT_PATH))
@@ -185,12 +187,12 @@ class Command(BaseCommand):
                               f"any_superseded={result.superseded_any}")
 
         result = evaluate_updates(
-            cases=load_cases(path), report=report,
+            cases=load_cases(path), report=report, reader=options["reader"],
             cluster=lambda tenant_id, user_id: clustering_run_now(tenant_id=tenant_id, user_id=user_id,
                                                                   trigger="cli"))
         self.stderr.write(f"supersede cases: {result['cases']}, current above stale: {result['current_above_stale']}, "
                           f"stale superseded: {result['stale_superseded']}; keep cases: {result['keep_cases']}, "
-                          f"false supersedes: {result['false_supersedes']}")
+                          f"false supersedes: {result['false_supersedes']} (reader {result['reader']})")
         if options["json"]:
             self.stdout.write(json.dumps(result))
 
