@@ -16,7 +16,7 @@ from consolidation.jobs.reflection import EXTRACTIVE
 from zeromem.devtools.evaluation import language as language_evaluation
 from zeromem.devtools.evaluation import locomo, longmemeval
 from zeromem.devtools.evaluation.merges import evaluate_merges
-from zeromem.devtools.evaluation.opsignals import evaluate_opsignals
+from zeromem.devtools.evaluation.opsignals import SCENARIOS, evaluate_opsignals
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import CATEGORIES, evaluate_locomo
 from zeromem.devtools.evaluation.splits import ALL, SPLITS
@@ -62,6 +62,9 @@ class Command(BaseCommand):
         ops = sub.add_parser("opsignals", help="an incident's monitoring events: flags and supersedes after clustering")
         ops.add_argument("--window-as", choices=("field", "tags"), default="field",
                          help="the window as MemoryInput.window (field) or as a tag window:<name> (tags)")
+        ops.add_argument("--scenario", choices=SCENARIOS, default="incident",
+                         help="incident: latency, errors, alerts of one outage; capacity: six days of other readings "
+                              "and a few configuration changes that should be superseded")
         ops.add_argument("--json", action="store_true")
         language = sub.add_parser("language", help="each reader's accuracy per judgement on the labelled language set")
         language.add_argument("--split", choices=(*SPLITS, ALL), default="dev")
@@ -131,7 +134,7 @@ class Command(BaseCommand):
     def _opsignals(self, options: dict[str, Any]) -> None:
         with override_settings(**NO_LLM):
             outcome = evaluate_opsignals(now=timezone.now(), cluster=self._cluster, window_as=options["window_as"],
-                                         progress=self.stderr.write)
+                                         progress=self.stderr.write, scenario=options["scenario"])
         figures, write = outcome.figures, self.stderr.write
         for older, newer in outcome.flagged_pairs[:10]:
             write(f"flagged: {older!r} ↔ {newer!r}")
@@ -139,8 +142,11 @@ class Command(BaseCommand):
             write(f"… and {len(outcome.flagged_pairs) - 10} more flagged pairs")
         for retired, successor in outcome.supersedes:
             write(f"superseded: {retired!r} → {successor!r}")
+        for retired, successor in outcome.expected_superseded:
+            write(f"superseded as expected: {retired!r} → {successor!r}")
         write(f"{figures['memories']} events; {figures['flags']} flagged contradictions "
-              f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} supersedes; "
+              f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} wrong supersedes, "
+              f"{figures['expected_superseded']} of {figures['expected_supersedes']} expected ones; "
               f"{figures['active_after']} active after clustering, {figures['semantic_written']} semantic memories; "
               f"{figures['seconds']} s")
         if options["json"]:
