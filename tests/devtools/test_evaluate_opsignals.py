@@ -67,8 +67,9 @@ def test_the_command_ingests_the_scenario_clusters_it_and_reports_its_figures():
     call_command("evaluate", "opsignals", "--json", stdout=out, stderr=err)
 
     result = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert set(result) == {"memories", "flags", "flags_per_1000", "supersedes", "active_after", "semantic_written",
-                           "seconds", "split", "items", "items_total"}
-    assert result["memories"] == 200
+    assert set(result) == {"scenario", "memories", "flags", "flags_per_1000", "supersedes", "expected_supersedes",
+                           "expected_superseded", "active_after", "semantic_written", "seconds", "split", "items",
+                           "items_total"}
+    assert result["scenario"] == "incident" and result["memories"] == 200 and result["expected_supersedes"] == 0
     assert result["flags_per_1000"] == round(result["flags"] * 1000 / 200, 2)
     assert "200 events" in err.getvalue()

@@ -4,7 +4,9 @@ heartbeats, severity alerts, deploy and restart notices of a few services, value
 Readings that change are not knowledge updates: every flagged contradiction and every supersede here is a
 figure to look at, not a success.
 
-The scenario is deterministic (a seeded random generator) and reusable (`opsignal_items`)."""
+The scenario is deterministic (a seeded random generator) and reusable (`opsignal_items`). `--scenario capacity`
+replays another one, of other quantities, with a few configuration changes whose supersedes are right
+(`zeromem/devtools/evaluation/capacity.py`)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from zeromem.core import services
+from zeromem.devtools.evaluation import capacity
 from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState, MemoryType, RelationType
@@ -156,24 +159,46 @@ def scenario_start(now: datetime) -> datetime:
     return (now - ENDS_BEFORE_NOW - SPAN).replace(second=0, microsecond=0)
 
 
+SCENARIOS = ("incident", "capacity")
+
+
+def scenario_items(scenario: str, *, user_id: str, now: datetime, window_as: str
+                   ) -> tuple[list[services.MemoryInput], tuple[tuple[str, str], ...]]:
+    """The scenario's events ending before `now`, and the (older, newer) texts whose supersede is right."""
+    if scenario == "capacity":
+        expected = tuple((older.text, newer.text) for older, newer in capacity.EXPECTED_SUPERSEDES)
+        return capacity.capacity_items(user_id=user_id, start=capacity.capacity_start(now),
+                                       window_as=window_as), expected
+    if scenario == "incident":
+        return opsignal_items(user_id=user_id, start=scenario_start(now), window_as=window_as), ()
+    raise ValueError(f"scenario must be one of {SCENARIOS}, not {scenario!r}")
+
+
+def _is_expected(older: str, newer: str | None, expected: tuple[tuple[str, str], ...]) -> bool:
+    """The retired text is an expected older one and its successor carries the newer one (perhaps merged)."""
+    return any(older == old and newer is not None and new in newer for old, new in expected)
+
+
 @dataclass(frozen=True)
 class Outcome:
     figures: dict[str, Any]  # the JSON figures
     flagged_pairs: list[tuple[str, str]]  # (from, to) texts of the flagged contradicts relations
-    supersedes: list[tuple[str, str | None]]  # (older, newer) texts
+    supersedes: list[tuple[str, str | None]]  # (older, newer) texts, the wrong ones
+    expected_superseded: list[tuple[str, str | None]]  # (older, newer) texts of the right ones
 
 
 def split_key(item: services.MemoryInput) -> str:
     """An event's key in the frozen split: the service it is about. Each service's events are one stream (its
     readings, alerts and deploys), so a split holds whole streams; pairs across two services of different splits
-    are measured in neither."""
-    return str(item.metadata["service"])
+    are measured in neither. The capacity scenario is one stream of its own (all of it in one split: test)."""
+    return str(item.metadata.get("service") or item.metadata["scenario"])
 
 
 def evaluate_opsignals(*, items: list[services.MemoryInput], cluster: Callable[[int, str], Any],
-                       progress: Callable[[str], None]) -> Outcome:
-    """1. ingest the events (`opsignal_items`, all of one user) into a new tenant; 2. cluster that user, forced;
-    3. count flags, supersedes and what stays active."""
+                       progress: Callable[[str], None], scenario: str = "incident",
+                       expected: tuple[tuple[str, str], ...] = ()) -> Outcome:
+    """1. ingest the events (`scenario_items`, all of one user) into a new tenant; 2. cluster that user, forced;
+    3. count flags, supersedes (apart from the scenario's `expected` ones) and what stays active."""
     started = time.perf_counter()
     tenant = evaluation_tenant("opsignals")
     ingested = services.memories_ingest(tenant_id=tenant.id, items=items)
@@ -183,16 +208,21 @@ def evaluate_opsignals(*, items: list[services.MemoryInput], cluster: Callable[[
     memories = Memory.objects.filter(tenant=tenant)
     flagged = list(MemoryRelation.objects.filter(tenant=tenant, relation_type=RelationType.CONTRADICTS, flagged=True)
                    .select_related("from_memory", "to_memory").order_by("created_at", "id"))
-    superseded = superseded_memories(tenant_id=tenant.id)
+    superseded = [(m.content, successor_text(m)) for m in superseded_memories(tenant_id=tenant.id)]
+    right = [pair for pair in superseded if _is_expected(*pair, expected)]
+    wrong = [pair for pair in superseded if pair not in right]
     figures = {
+        "scenario": scenario,
         "memories": ingested.created,
         "flags": len(flagged),
         "flags_per_1000": round(len(flagged) * 1000 / ingested.created, 2) if ingested.created else 0.0,
-        "supersedes": len(superseded),
+        "supersedes": len(wrong),
+        "expected_supersedes": len(expected),
+        "expected_superseded": len(right),
         "active_after": memories.filter(state=MemoryState.RAW).count(),
         "semantic_written": memories.filter(memory_type=MemoryType.SEMANTIC).count(),
         "seconds": round(time.perf_counter() - started, 1),
     }
     return Outcome(figures=figures,
                    flagged_pairs=[(r.from_memory.content, r.to_memory.content) for r in flagged],
-                   supersedes=[(m.content, successor_text(m)) for m in superseded])
+                   supersedes=wrong, expected_superseded=right)

@@ -115,20 +115,24 @@ def update_cases(path: Path, *, split: str, limit: int) -> Chosen[dict[str, Any]
 
 
 def updates_run(*, path: Path = updates.DEFAULT_PATH, split: str = ALL, limit: int = 0,
-                report: Callable[[updates.CaseResult], None]) -> dict[str, Any]:
+                report: Callable[[updates.CaseResult], None], reader: str | None = None) -> dict[str, Any]:
     chosen = update_cases(path, split=split, limit=limit)
-    return chosen.label(updates.evaluate_updates(cases=chosen.items, cluster=cluster_when_due, report=report))
+    return chosen.label(updates.evaluate_updates(cases=chosen.items, cluster=cluster_when_due, report=report,
+                                                 reader=reader))
 
 
-def opsignal_events(now: datetime, *, split: str, window_as: str = "field") -> Chosen[Any]:
-    items = opsignals.opsignal_items(user_id=OPS_USER, start=opsignals.scenario_start(now), window_as=window_as)
-    return choose(items, split=split, limit=0, key=opsignals.split_key, what="monitoring event")
+def opsignal_events(now: datetime, *, split: str, window_as: str = "field", scenario: str = "incident"
+                    ) -> tuple[Chosen[Any], tuple[tuple[str, str], ...]]:
+    items, expected = opsignals.scenario_items(scenario, user_id=OPS_USER, now=now, window_as=window_as)
+    return choose(items, split=split, limit=0, key=opsignals.split_key, what="monitoring event"), expected
 
 
-def opsignals_run(*, now: datetime, split: str = ALL, window_as: str = "field", say: Say) -> opsignals.Outcome:
-    chosen = opsignal_events(now, split=split, window_as=window_as)
+def opsignals_run(*, now: datetime, split: str = ALL, window_as: str = "field", scenario: str = "incident",
+                  say: Say) -> opsignals.Outcome:
+    chosen, expected = opsignal_events(now, split=split, window_as=window_as, scenario=scenario)
     with override_settings(**NO_LLM):
-        outcome = opsignals.evaluate_opsignals(items=chosen.items, cluster=cluster_forced, progress=say)
+        outcome = opsignals.evaluate_opsignals(items=chosen.items, cluster=cluster_forced, progress=say,
+                                               scenario=scenario, expected=expected)
     return replace(outcome, figures=chosen.label(outcome.figures))
 
 

@@ -77,8 +77,9 @@ def evaluate_case(*, tenant_id: int, case: dict[str, Any], cluster: Callable[[in
 
 
 def evaluate_updates(*, cases: list[dict[str, Any]], cluster: Callable[[int, str], Any],
-                     report: Callable[[CaseResult], None]) -> dict[str, Any]:
-    tenant = evaluation_tenant("updates")
+                     report: Callable[[CaseResult], None], reader: str | None = None) -> dict[str, Any]:
+    """`reader` names the language reader judging the pairs (`updates.reader`); None keeps the policy's default."""
+    tenant = evaluation_tenant("updates", {"updates": {"reader": reader}} if reader else None)
     results = []
     for case in cases:
         results.append(evaluate_case(tenant_id=tenant.id, case=case, cluster=cluster))
@@ -88,4 +89,4 @@ def evaluate_updates(*, cases: list[dict[str, Any]], cluster: Callable[[int, str
     return {"cases": len(supersede), "current_above_stale": sum(r.current_above_stale for r in supersede),
             "stale_superseded": sum(r.stale_superseded for r in supersede), "keep_cases": len(keep),
             "false_supersedes": sum(r.superseded_any for r in keep), "passed": sum(r.passed for r in results),
-            "total": len(results)}
+            "total": len(results), "reader": policy_for(tenant_id=tenant.id).updates.reader}

@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from zeromem.devtools.evaluation import language as language_evaluation
 from zeromem.devtools.evaluation import locomo, longmemeval, runs, scoreboard, updates
+from zeromem.devtools.evaluation.opsignals import SCENARIOS
 from zeromem.devtools.evaluation.retrieval import CATEGORIES
 from zeromem.devtools.evaluation.splits import ALL, SPLITS
 from zeromem.devtools.language.labelled import LABELLED_PATH
@@ -31,6 +32,8 @@ class Command(BaseCommand):
         run.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
         cases = sub.add_parser("updates", help="knowledge updates: stale values superseded, true ones kept")
         cases.add_argument("--path", default=None, help="cases.jsonl (default ../shared/eval/updates/)")
+        cases.add_argument("--reader", choices=sorted(READERS), default=None,
+                           help="the language reader judging the pairs (default: the policy's, updates.reader)")
         merges = sub.add_parser("merges", help="what clustering writes on LoCoMo: empty merges, fragments, paraphrases")
         merges.add_argument("--path", default=str(locomo.DEFAULT_PATH))
         merges.add_argument("--conversations", type=int, default=0, help="only the first N (0 = all)")
@@ -46,6 +49,9 @@ class Command(BaseCommand):
         ops = sub.add_parser("opsignals", help="an incident's monitoring events: flags and supersedes after clustering")
         ops.add_argument("--window-as", choices=("field", "tags"), default="field",
                          help="the window as MemoryInput.window (field) or as a tag window:<name> (tags)")
+        ops.add_argument("--scenario", choices=SCENARIOS, default="incident",
+                         help="incident: latency, errors, alerts of one outage; capacity: six days of other readings "
+                              "and a few configuration changes that should be superseded")
         for evaluation in (run, cases, merges, profiles, lme, ops):
             evaluation.add_argument("--split", choices=(*SPLITS, ALL), default=ALL,
                                     help="the frozen split's dev or test half, or all items (default)")
@@ -123,7 +129,7 @@ class Command(BaseCommand):
 
     def _opsignals(self, options: dict[str, Any]) -> None:
         outcome = runs.opsignals_run(now=timezone.now(), split=options["split"], window_as=options["window_as"],
-                                     say=self.stderr.write)
+                                     scenario=options["scenario"], say=self.stderr.write)
         figures, write = outcome.figures, self.stderr.write
         for older, newer in outcome.flagged_pairs[:10]:
             write(f"flagged: {older!r} ↔ {newer!r}")
@@ -131,8 +137,11 @@ class Command(BaseCommand):
             write(f"… and {len(outcome.flagged_pairs) - 10} more flagged pairs")
         for retired, successor in outcome.supersedes:
             write(f"superseded: {retired!r} → {successor!r}")
+        for retired, successor in outcome.expected_superseded:
+            write(f"superseded as expected: {retired!r} → {successor!r}")
         write(f"{figures['memories']} events; {figures['flags']} flagged contradictions "
-              f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} supersedes; "
+              f"({figures['flags_per_1000']} per 1000), {figures['supersedes']} wrong supersedes, "
+              f"{figures['expected_superseded']} of {figures['expected_supersedes']} expected ones; "
               f"{figures['active_after']} active after clustering, {figures['semantic_written']} semantic memories; "
               f"{figures['seconds']} s")
         self._emit(figures, options)
@@ -163,10 +172,10 @@ class Command(BaseCommand):
                               f"any_superseded={result.superseded_any}")
 
         path = Path(options["path"]) if options["path"] else updates.DEFAULT_PATH
-        result = runs.updates_run(path=path, split=options["split"], report=report)
+        result = runs.updates_run(path=path, split=options["split"], report=report, reader=options["reader"])
         self.stderr.write(f"supersede cases: {result['cases']}, current above stale: {result['current_above_stale']}, "
                           f"stale superseded: {result['stale_superseded']}; keep cases: {result['keep_cases']}, "
-                          f"false supersedes: {result['false_supersedes']}")
+                          f"false supersedes: {result['false_supersedes']} (reader {result['reader']})")
         self._emit(result, options)
 
     def _locomo(self, options: dict[str, Any]) -> None:
