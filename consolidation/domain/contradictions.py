@@ -520,13 +520,14 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
                 reader: Reader | None = None, query: str | None = None) -> list[Ordered]:
     """Search results in rank order, re-ordered only where two state the same attribute with different values:
     the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
-    newer unrelated statement never outranks an older relevant one."""
+    newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, two
+    results that both speak of what it asks about, and of the same attribute, count as such a pair too."""
     claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
               for c in pickle.loads(_pickled_claims(text, at, role))]
-    newer_of: dict[int, int] = {}
     links = _restated(claims, reader)
     if reader is not None and query and reader.asks_now(query):
         links += _answering(claims, reader, query)
+    newer_of: dict[int, int] = {}
     for older, newer in links:
         if older not in newer_of or dates[newer] > dates[newer_of[older]]:
             newer_of[older] = newer
@@ -550,18 +551,18 @@ def _restated(claims: Sequence[Claim], reader: Reader | None) -> list[tuple[int,
 
 
 def _answering(claims: Sequence[Claim], reader: Reader, query: str) -> list[tuple[int, int]]:
-    """(older, newer) memories that both state a value of what the query asks about (the reader's same-attribute
-    judgement between the query and each claim: a value-less question matches the claims whose values are values
-    of what it names): the newer answers for now."""
-    asked = Said(query, min(c.statement.at for c in claims)) if claims else None
-    if asked is None:
+    """(older, newer) memories whose claims both speak of what the query asks about (the reader's same-attribute
+    judgement between the query and each claim), by a key of the query's they share: the newer answers for now."""
+    if not claims:
         return []
-    on_topic = [c for c, alike in zip(claims, reader.same_attribute([(asked, Said(c.text, c.statement.at))
-                                                                     for c in claims]), strict=True)
-                if alike]
-    newest = max(on_topic, key=lambda c: c.statement.at, default=None)
-    return [(c.memory, newest.memory) for c in on_topic
-            if newest is not None and c.memory != newest.memory and c.statement.at < newest.statement.at]
+    asked = Said(query, min(c.statement.at for c in claims))
+    said = [Said(c.text, c.statement.at) for c in claims]
+    query_keys, *keys = reader.keys([asked, *said])
+    on_topic = [(c, k & query_keys) for c, k, same in zip(claims, keys, reader.same_attribute(
+        [(asked, s) for s in said]), strict=True) if same and k & query_keys]
+    return [(o.memory, n.memory) if o.statement.at < n.statement.at else (n.memory, o.memory)
+            for i, (o, ok) in enumerate(on_topic) for n, nk in on_topic[i + 1:]
+            if o.memory != n.memory and o.statement.at != n.statement.at and ok & nk]
 
 
 @lru_cache(maxsize=20_000)

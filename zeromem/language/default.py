@@ -34,6 +34,7 @@ from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 _NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
 _AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
 _NOUNS = frozenset({"NOUN", "PROPN"})
+_SPANS = frozenset({"for", "since"})  # prepositions of a duration: grammar, not vocabulary
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
@@ -60,9 +61,9 @@ class Attribute:
     modifiers: frozenset[str]
 
     def matches(self, other: Attribute) -> bool:
-        if self.head != other.head:
-            return False
-        return not (self.modifiers and other.modifiers and not self.modifiers & other.modifiers)
+        """The same head, and the modifiers of one all among the other's ("my rent" / "my monthly rent"; not "the
+        staging cluster" / "the production cluster", nor "replica-1" / "replica-2")."""
+        return self.head == other.head and (self.modifiers <= other.modifiers or other.modifiers <= self.modifiers)
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,9 @@ def reading_of(doc: Any) -> Reading:
     speaker = any(_first_person(t) and t.dep_ in ("nsubj", "nsubjpass", "poss") for t in doc)
     finite = any(t.pos_ in ("VERB", "AUX") and "Fin" in t.morph.get("VerbForm") for t in doc)
     past_action = any(t.dep_ == "ROOT" and t.pos_ == "VERB" and "Past" in t.morph.get("Tense") for t in doc)
-    anchored = any(e.label_ in ("DATE", "TIME") and not any(c.like_num for c in e) for e in doc.ents)
+    # A past action on a date of its own ("on June 2", "yesterday") happened then; a span ("for 6 months") is none.
+    anchored = any(e.label_ in ("DATE", "TIME") and not (e.root.dep_ == "pobj" and e.root.head.lemma_ in _SPANS)
+                   for e in doc.ents)
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
     in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
     content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values and not t.like_num)
@@ -151,9 +154,25 @@ def _is_thing(token: Any) -> bool:
 
 
 def _attribute(token: Any) -> Attribute:
-    modifiers = frozenset(c.lemma_.lower() for c in token.children
-                          if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num)
-    return Attribute(token.lemma_.lower(), modifiers)
+    """A noun and what tells it apart: its noun and adjective modifiers that are not values, a name set beside it
+    ("our cat Miso"), the parts glued to it ("replica-2"), and the things it is of or on ("latency on checkout")."""
+    modifiers = {c.lemma_.lower() for c in token.children
+                 if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num
+                 and (c.ent_type_ not in _NAMED or c.ent_iob_ == "B" and c.dep_ == "compound" and token.pos_ == "NOUN"
+                      and c.ent_type_ == "PERSON")}
+    modifiers |= {c.text.lower() for c in token.subtree if _glued(c) and c.head.i == token.i}
+    modifiers |= {c.lemma_.lower() for c in token.children if c.dep_ == "appos" and c.ent_type_ == "PERSON"}
+    for prep in (c for c in token.children if c.dep_ == "prep"):
+        modifiers |= {p.lemma_.lower() for p in prep.children if p.dep_ == "pobj" and _is_thing(p)}
+    return Attribute(token.lemma_.lower(), frozenset(modifiers))
+
+
+def _glued(token: Any) -> bool:
+    """Part of an identifier written with hyphens and no space ("replica-2", "db-3"): a name, not a value."""
+    before = token.doc[token.i - 1] if token.i > 0 else None
+    after = token.doc[token.i + 1] if token.i + 1 < len(token.doc) else None
+    return (before is not None and before.text == "-" and not before.whitespace_
+            or after is not None and after.text == "-" and not token.whitespace_)
 
 
 def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
@@ -169,7 +188,8 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
             if not _left_behind(ent.root):
                 found.append((ent.root, value))
             covered.update(t.i for t in ent)
-    found += [(t, _number(t)) for t in doc if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered]
+    found += [(t, _number(t)) for t in doc
+              if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)]
     return found
 
 
@@ -299,7 +319,9 @@ def same_attribute(a: Reading, b: Reading, *, similarity: float | None = None, p
         return False
     if a.facts or b.facts:  # one carries values: what they are values of must be what the other speaks of
         valued, other = (a, b) if a.facts else (b, a)
-        return any(x.matches(f.attribute) for x in other.attributes for f in valued.facts)
+        return any(any(x.matches(f.attribute) for x in other.attributes)
+                   or f.attribute.head in other.content and (f.unit is None or f.unit in other.content)
+                   for f in valued.facts)
     return any(x.matches(y) for x in a.attributes for y in b.attributes)
 
 
