@@ -63,6 +63,8 @@ from zeromem.language.rules_tables.text import STATEMENT_STOP_WORDS
 
 SUPERSEDE, CONTRADICTS, COMPATIBLE = "supersede", "contradicts", "compatible"
 MIN_GAP = timedelta(hours=1)  # a statement supersedes one made at least this much earlier
+SERIES_GAP = timedelta(days=1)  # values of one attribute changing this often are readings, not states
+SERIES_LENGTH = 3  # that many values at least make a series
 
 _PHRASE_END = re.compile(r"[,.;:!?]|\s(?:and|but|so|because|now)\s", re.I)
 _ADDITION = re.compile(r"\b(?:also|too|as well|another|additionally|in addition|besides)\b", re.I)
@@ -389,12 +391,14 @@ _UNSURE = Verdict(COMPATIBLE, "the same attribute, no value clearly changed", 1.
 
 
 def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader,
-                    vectors: Sequence[Any] | None = None, *, keep_unsure: bool = False) -> list[ClaimVerdict]:
+                    vectors: Sequence[Any] | None = None, *, keep_unsure: bool = False,
+                    series_gap: timedelta = SERIES_GAP) -> list[ClaimVerdict]:
     """The supersedes and contradictions the reader finds among the pairs, each judged once in time order, with
     each claim's vector where `vectors` (by memory) has one. Within one session two statements are parts of one
-    account (a list, a correction): never flagged. With `keep_unsure` (a model will look), also the pairs the
-    reader finds about the same attribute without a clearly changed value ("I'm learning the violin." / "I gave
-    up the violin.")."""
+    account (a list, a correction): never flagged. Values of one attribute that change every `series_gap` or
+    sooner are readings of a measured quantity (`readings`), each true when measured: no verdict. With
+    `keep_unsure` (a model will look), also the pairs the reader finds about the same attribute without a clearly
+    changed value ("I'm learning the violin." / "I gave up the violin.")."""
     ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))) for a, b in pairs]
 
     def said(claim: Claim) -> Said:
@@ -404,11 +408,41 @@ def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], r
     found = [ClaimVerdict(older, newer, _READER_VERDICTS[relation])
              for (older, newer), relation in zip(ordered, relations, strict=True) if relation in _READER_VERDICTS
              and not (relation == CONTRADICTED and older.session is not None and older.session == newer.session)]
+    measured = readings(found, series_gap)
+    found = [f for f in found if id(f.older) not in measured]
     if keep_unsure:
         kept = [pair for pair, relation in zip(ordered, relations, strict=True) if relation not in _READER_VERDICTS]
         alike = reader.same_attribute([(said(o), said(n)) for o, n in kept])
         found += [ClaimVerdict(o, n, _UNSURE) for (o, n), same in zip(kept, alike, strict=True) if same]
     return found
+
+
+def readings(verdicts: Sequence[ClaimVerdict], series_gap: timedelta) -> set[int]:
+    """The claims (by id) in a series of values of one attribute: verdicts linked through shared claims into
+    groups of at least SERIES_LENGTH claims whose median interval is at most `series_gap` — a battery level, a
+    backlog, a lag read every few hours, whatever the quantity is called. A setting changed twice in a month, or a
+    count that grew over a year, is no series."""
+    parent: dict[int, int] = {}
+
+    def root(key: int) -> int:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    claims = {id(c): c for f in verdicts for c in (f.older, f.newer)}
+    for f in verdicts:
+        parent[root(id(f.older))] = root(id(f.newer))
+    groups: dict[int, list[Claim]] = defaultdict(list)
+    for key, claim in claims.items():
+        groups[root(key)].append(claim)
+    measured: set[int] = set()
+    for members in groups.values():
+        times = sorted(c.statement.at for c in members)
+        gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+        if len(members) >= SERIES_LENGTH and gaps[len(gaps) // 2] <= series_gap:
+            measured.update(id(c) for c in members)
+    return measured
 
 
 def _changes(claim: Claim) -> bool:

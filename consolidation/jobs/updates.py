@@ -79,7 +79,7 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
                                                      alike=policy.worded_alike, similar=policy.meant_alike))
         found = reader_pairs(claims, reader)
         verdicts = reader_verdicts(claims, found, reader, vectors=_whole_claim_vectors(loaded, claims),
-                                   keep_unsure=judge is not None)
+                                   keep_unsure=judge is not None, series_gap=timedelta(hours=policy.series_hours))
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
     retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
                    for older, retired in updates.retired.items()]

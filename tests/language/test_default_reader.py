@@ -82,3 +82,20 @@ def test_a_changed_model_is_refused_at_load(monkeypatch):
             pipeline.nlp()
     finally:
         pipeline.nlp.cache_clear()
+
+
+def series(texts: list[str], *, hours: float) -> list:
+    from consolidation.domain.contradictions import claims_of, reader_pairs, reader_verdicts
+
+    claims = [c for n, text in enumerate(texts)
+              for c in claims_of(n, text, BASE + timedelta(hours=hours * n), role="user", scope="u", session=str(n))]
+    reader = DefaultReader()
+    return reader_verdicts(claims, reader_pairs(claims, reader), reader)
+
+
+def test_values_of_one_attribute_changing_every_few_hours_are_readings_not_updates():
+    readings = ["My inbox has 310 unread emails.", "My inbox has 540 unread emails.", "My inbox has 220 unread emails.",
+                "My inbox has 480 unread emails."]
+    assert series(readings, hours=3) == []
+    assert series(readings, hours=24 * 20)  # the same values weeks apart: each replaces the one before
+    assert series(readings[:2], hours=3)  # two values are no series

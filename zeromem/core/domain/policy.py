@@ -98,6 +98,10 @@ class UpdatesPolicy(Section):
     meant_alike: float = setting(
         0.5, "Default reader: two one-statement memories whose stored vectors' cosine reaches this, and whose noun "
         "phrases do not disagree, are about the same attribute.", ge=0.0, le=1.0)
+    series_hours: float = setting(
+        24.0, "Default reader: three or more values of one attribute changing at most this many hours apart (the "
+        "median) are readings of a measured quantity, each true when measured: none supersedes another.",
+        ge=0.0, le=24.0 * 365)
     min_gap_hours: float = setting(
         1.0, "A newer statement supersedes an older one only when said at least this many hours later; two said "
         "closer together are parts of one account (at most flagged).", ge=0.0, le=24.0 * 365)
