@@ -14,21 +14,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from django.conf import settings
 from django.test.utils import override_settings
 from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import EXTRACTIVE
 from zeromem.devtools.evaluation import locomo, longmemeval, opsignals, updates
+from zeromem.devtools.evaluation.language import evaluate_language_run
 from zeromem.devtools.evaluation.merges import evaluate_merges
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
 from zeromem.devtools.evaluation.retrieval import evaluate_locomo
 from zeromem.devtools.evaluation.splits import ALL, in_split
+from zeromem.devtools.language.labelled import LABELLED_PATH
+from zeromem.language.readers import READERS
 
 # The figures measure the product without an LLM: no reflection model, whatever the environment configures (the
 # evaluation tenants keep the default policy, without the extraction phase; `evaluation_tenant`).
 NO_LLM: dict[str, Any] = {"ZEROMEMORY_REFLECTION_MODEL": "", "ZEROMEMORY_DEFAULT_REFLECTION_MODEL": EXTRACTIVE}
 OPS_USER = "ops"
+# Update cases written for the project and never tuned on: the held-out check beside ../shared/eval/updates.
+WRITTEN_CASES = Path(__file__).with_name("data") / "update_cases.jsonl"
 DATA = locomo.DEFAULT_PATH.parents[1]  # ../shared/eval, beside the project
 # Items per data set in a quick scoreboard (a smoke run: its figures compare with nothing).
 QUICK_ITEMS = 2
@@ -136,10 +142,14 @@ def opsignals_run(*, now: datetime, split: str = ALL, window_as: str = "field", 
     return replace(outcome, figures=chosen.label(outcome.figures))
 
 
-def scoreboard_run(*, data: Path = DATA, split: str, quick: bool, progress: Progress, say: Say
-                   ) -> dict[str, dict[str, Any]]:
-    """Every quality evaluation once on one split, as its subcommand runs it with the data under `data` (laid out
-    as ../shared/eval/); --quick: a few items each."""
+SCOREBOARD = ("updates", "opsignals", "longmemeval", "merges", "locomo", "updates_written", "capacity", "language")
+
+
+def scoreboard_run(*, data: Path = DATA, split: str, quick: bool, progress: Progress, say: Say,
+                   only: tuple[str, ...] = SCOREBOARD) -> dict[str, dict[str, Any]]:
+    """Every quality evaluation (or those named in `only`) once on one split, as its subcommand runs it with the
+    data under `data` (laid out as ../shared/eval/); --quick: a few items each. The project's own data (the written
+    update cases, the capacity scenario, the labelled language set) come from the repository."""
     limit = QUICK_ITEMS if quick else 0
     conversations = data / locomo.DEFAULT_PATH.relative_to(DATA)
 
@@ -154,9 +164,28 @@ def scoreboard_run(*, data: Path = DATA, split: str, quick: bool, progress: Prog
                                                limit=limit, progress=phases_of("longmemeval"), say=lambda line: None),
         "merges": lambda: merges_run(path=conversations, split=split, limit=limit, say=say),
         "locomo": lambda: locomo_run(path=conversations, split=split, limit=limit, progress=phases_of("locomo")),
+        "updates_written": lambda: updates_run(path=WRITTEN_CASES, split=split, limit=limit,
+                                               report=lambda result: None),
+        "capacity": lambda: opsignals_run(now=timezone.now(), split=split, scenario="capacity", say=say).figures,
+        "language": lambda: language_figures(locomo_path=conversations, split=split, say=say),
     }
     results = {}
     for name, run in runs.items():
+        if name not in only:
+            continue
         say(f"scoreboard: evaluate {name} --split {split}")
-        results[name] = run()
+        try:
+            results[name] = run()
+        except NothingToEvaluate as absent:  # a data set wholly in the other split (capacity is one stream)
+            say(f"scoreboard: {name}: {absent}")
     return results
+
+
+def language_figures(*, locomo_path: Path, split: str, say: Say) -> dict[str, Any]:
+    """`evaluate language` on the split, flattened: `<reader>_<judgement>` → accuracy."""
+    outcome = evaluate_language_run(labelled_path=LABELLED_PATH, locomo_path=locomo_path, split=split,
+                                    reader_names=list(READERS), workers=settings.ZEROMEMORY_EMBEDDING_WORKERS,
+                                    cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR), report=lambda line: None)
+    return {"split": split, "items": outcome["items"], "items_total": outcome["items_total"],
+            **{f"{reader}_{judgement}": accuracy for reader, scores in outcome["readers"].items()
+               for judgement, accuracy in scores.items()}}

@@ -51,6 +51,12 @@ FIGURES: tuple[Figure, ...] = (
               "budget_recall_text_after", "answer_hit_before", "answer_hit_after", noise=LOCOMO_NOISE),
     *_figures("locomo", LOWER, "active_ratio", "chars_ratio", "evidence_archived_uninformative",
               "supersedes_per_1000_turns"),
+    *_figures("updates_written", HIGHER, "current_above_stale", "stale_superseded"),
+    *_figures("updates_written", LOWER, "false_supersedes"),
+    *_figures("capacity", LOWER, "flags_per_1000", "supersedes"),
+    *_figures("capacity", HIGHER, "expected_superseded"),
+    *_figures("language", HIGHER, "default_chatter", "default_same_attribute", "default_relation",
+              "rules_chatter", "rules_same_attribute", "rules_relation"),
 )
 
 

@@ -64,6 +64,8 @@ class Command(BaseCommand):
                            help="keep today's figures as the landed ones (run it on the landed code)")
         board.add_argument("--data", default=str(runs.DATA), help="a folder laid out as ../shared/eval/ (default)")
         board.add_argument("--file", default=str(scoreboard.PATH), help="the landed figures (docs/scoreboard.json)")
+        board.add_argument("--only", action="append", choices=runs.SCOREBOARD,
+                           help="only these evaluations (default: all of them)")
         board.add_argument("--json", action="store_true")
         language = sub.add_parser("language", help="each reader's accuracy per judgement on the labelled language set")
         language.add_argument("--split", choices=(*SPLITS, ALL), default="dev")
@@ -194,7 +196,8 @@ class Command(BaseCommand):
             raise CommandError("a --quick run is a smoke run: its figures cannot be recorded as the landed ones")
         progress, close = self._bars()
         results = runs.scoreboard_run(data=Path(options["data"]), split=split, quick=options["quick"],
-                                      progress=progress, say=self.stderr.write)
+                                      progress=progress, say=self.stderr.write,
+                                      only=tuple(options["only"] or runs.SCOREBOARD))
         close()
         landed, today = scoreboard.landed(split, path), scoreboard.figures_of(results)
         items = scoreboard.items_of(results)
