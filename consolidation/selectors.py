@@ -138,6 +138,7 @@ class ClusteringRow(MemoryRow):
     session_id: str | None
     activation: float
     access_count: int
+    features: dict[str, Any] | None  # the language reader's stored parse of its claims (None: not parsed yet)
 
     @property
     def said_at(self) -> datetime:

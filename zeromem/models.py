@@ -95,6 +95,9 @@ class Memory(models.Model):
     entities = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     window = models.CharField(max_length=200, null=True, blank=True)
+    # What the language reader kept of the parse of this memory's claims ({"claims": {clause: features}}), stored
+    # at ingestion so a memory is parsed once in its life; None: not parsed yet (clustering parses and stores it).
+    features = models.JSONField(null=True, blank=True, editable=False)
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=0.5)
     corroboration_count = models.IntegerField(default=1)

@@ -232,6 +232,7 @@ def content_rewrite(*, tenant_id: int, memory: Memory, content: str, vector: Vec
     search_stats_remove(memory_ids=[memory.id])
     memory.content, memory.content_hash = content, content_hash(content)
     memory.entities, memory.kind = extract_entities(content), classify_kind(content)
+    memory.features = None  # the old text's parse: the next clustering run parses the new one
     memory.embedding = vector  # type: ignore[assignment]  # pgvector types the field object, not the row's value
     memory.save()
     search_stats_add(memory_ids=[memory.id])

@@ -26,7 +26,7 @@ from __future__ import annotations
 import pickle
 import re
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -367,10 +367,32 @@ def claim_pairs(claims: Sequence[Claim], *, max_posting: int = 60) -> list[tuple
             or claims[a].statement.abandons or claims[b].statement.abandons]
 
 
-def reader_pairs(claims: Sequence[Claim], reader: Reader, *, max_posting: int = 60) -> list[tuple[int, int]]:
+_EPOCH = datetime(2000, 1, 1)  # claims_of needs a date; a clause's text does not depend on it
+
+
+def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) -> list[dict[str, Any]]:
+    """What the reader keeps of each memory's claims, to store with the memory: {"claims": {clause: features}}
+    (empty for a memory that claims nothing, so it is never parsed again). Parsed in one batch."""
+    clauses = [[c.text for c in claims_of(0, text, _EPOCH, role=role, scope=None)]
+               for text, role in zip(texts, roles, strict=True)]
+    found = iter(reader.features([c for memory in clauses for c in memory]))
+    return [{"claims": {clause: next(found) for clause in memory}} for memory in clauses]
+
+
+Features = Sequence[Mapping[str, Any] | None] | None  # stored features by memory index (`memory_features`)
+
+
+def said_of(claim: Claim, features: Features = None, vector: Any = None) -> Said:
+    """A claim as the reader takes it, with its memory's stored features for its clause where there are some."""
+    stored = features[claim.memory] if features is not None else None
+    return Said(claim.text, claim.statement.at, vector, stored.get("claims", {}).get(claim.text) if stored else None)
+
+
+def reader_pairs(claims: Sequence[Claim], reader: Reader, *, max_posting: int = 60,
+                 features: Features = None) -> list[tuple[int, int]]:
     """Index pairs of claims of different memories in one scope that the reader says are about a common key."""
     postings: dict[tuple[Hashable, str], list[int]] = defaultdict(list)
-    keys = reader.keys([Said(c.text, c.statement.at) for c in claims])
+    keys = reader.keys([said_of(c, features) for c in claims])
     for index, (claim, found) in enumerate(zip(claims, keys, strict=True)):
         for key in found:
             postings[(claim.scope, key)].append(index)
@@ -392,7 +414,7 @@ _UNSURE = Verdict(COMPATIBLE, "the same attribute, no value clearly changed", 1.
 
 def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader,
                     vectors: Sequence[Any] | None = None, *, keep_unsure: bool = False,
-                    series_gap: timedelta = SERIES_GAP) -> list[ClaimVerdict]:
+                    series_gap: timedelta = SERIES_GAP, features: Features = None) -> list[ClaimVerdict]:
     """The supersedes and contradictions the reader finds among the pairs, each judged once in time order, with
     each claim's vector where `vectors` (by memory) has one. Within one session two statements are parts of one
     account (a list, a correction): never flagged. Values of one attribute that change every `series_gap` or
@@ -402,7 +424,7 @@ def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], r
     ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))) for a, b in pairs]
 
     def said(claim: Claim) -> Said:
-        return Said(claim.text, claim.statement.at, vectors[claim.memory] if vectors is not None else None)
+        return said_of(claim, features, vectors[claim.memory] if vectors is not None else None)
 
     relations = reader.relation([(said(o), said(n)) for o, n in ordered])
     found = [ClaimVerdict(older, newer, _READER_VERDICTS[relation])
@@ -551,16 +573,16 @@ class Ordered:
 
 
 def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence[str],
-                reader: Reader | None = None, query: str | None = None) -> list[Ordered]:
+                reader: Reader | None = None, query: str | None = None, features: Features = None) -> list[Ordered]:
     """Search results in rank order, re-ordered only where two state the same attribute with different values:
     the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
     newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, two
     results that both speak of what it asks about, and of the same attribute, count as such a pair too."""
     claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
               for c in pickle.loads(_pickled_claims(text, at, role))]
-    links = _restated(claims, reader)
+    links = _restated(claims, reader, features)
     if reader is not None and query and reader.asks_now(query):
-        links += _answering(claims, reader, query)
+        links += _answering(claims, reader, query, features)
     newer_of: dict[int, int] = {}
     for older, newer in links:
         if older not in newer_of or dates[newer] > dates[newer_of[older]]:
@@ -573,24 +595,26 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
     return [Ordered(n, newer_of.get(n)) for n in order]
 
 
-def _restated(claims: Sequence[Claim], reader: Reader | None) -> list[tuple[int, int]]:
+def _restated(claims: Sequence[Claim], reader: Reader | None, features: Features = None) -> list[tuple[int, int]]:
     """(older, newer) memories where a later claim gives another value of an attribute an earlier one stated: the
     reader's relation (replaces or contradicts; what is only alike is no reason to move a result), or (no reader)
     the rules' non-compatible verdicts."""
     if reader is None:
         verdicts = claim_verdicts(claims, claim_pairs(claims))
     else:
-        verdicts = reader_verdicts(claims, reader_pairs(claims, reader), reader)
+        verdicts = reader_verdicts(claims, reader_pairs(claims, reader, features=features), reader,
+                                   features=features)
     return [(f.older.memory, f.newer.memory) for f in verdicts if f.older.statement.at < f.newer.statement.at]
 
 
-def _answering(claims: Sequence[Claim], reader: Reader, query: str) -> list[tuple[int, int]]:
+def _answering(claims: Sequence[Claim], reader: Reader, query: str, features: Features = None
+               ) -> list[tuple[int, int]]:
     """(older, newer) memories whose claims both speak of what the query asks about (the reader's same-attribute
     judgement between the query and each claim), by a key of the query's they share: the newer answers for now."""
     if not claims:
         return []
     asked = Said(query, min(c.statement.at for c in claims))
-    said = [Said(c.text, c.statement.at) for c in claims]
+    said = [said_of(c, features) for c in claims]
     query_keys, *keys = reader.keys([asked, *said])
     on_topic = [(c, k & query_keys) for c, k, same in zip(claims, keys, reader.same_attribute(
         [(asked, s) for s in said]), strict=True) if same and k & query_keys]

@@ -46,8 +46,11 @@ from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
 from consolidation.jobs.updates import (
     Decision,
+    Parsed,
     Retirement,
     decisions_write,
+    features_parse_missing,
+    features_store,
     retirement_vectors,
     retirement_write,
     updates_plan,
@@ -100,6 +103,7 @@ class Plan:
     uninformative: list[int] = field(default_factory=list)  # episodes to archive: they state nothing durable
     pairs: int = 0
     claim_pairs: int = 0
+    parsed: Parsed | None = None  # episodes parsed for the first time, their features for the run to store
 
 
 @dataclass
@@ -122,9 +126,10 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # two statements share.
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
+    parsed = features_parse_missing(loaded)
     updates = updates_plan(loaded, common, judge, policy.updates)
     plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
-                retirements=updates.retirements)
+                retirements=updates.retirements, parsed=parsed)
     # A superseded statement is archived and a memory with retired claims folds into its remainder: neither
     # merges in this run. A flagged pair may still merge: the extractive text keeps both values, and the
     # contradicts relation points the operator at the two statements.
@@ -506,6 +511,8 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
     plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force, policy=policy,
                            judge=update_judge(run=run, tenant=tenant, policy=policy.updates))
     planned = time.perf_counter()
+    if plan.parsed:
+        features_store(tenant_id=tenant.id, parsed=plan.parsed)
     claim_vectors = retirement_vectors(plan.retirements)
     embedded = time.perf_counter()
     counts: dict[str, Any] = {"reviewed": len(plan.loaded.ids), "clusters": 0, "merged": 0, "created": 0,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 from django.db import transaction
@@ -26,6 +27,7 @@ from consolidation.domain.contradictions import (
     claim_pairs,
     claim_verdicts,
     claims_of,
+    memory_features,
     reader_pairs,
     reader_verdicts,
     remainder_of,
@@ -48,7 +50,7 @@ from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.policy import UpdatesPolicy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
-from zeromem.core.services import content_hash, search_stats_add
+from zeromem.core.services import content_hash, memories_features_store, search_stats_add
 from zeromem.language.default import DefaultReader, Thresholds
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 
@@ -77,9 +79,11 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
     else:
         reader = DefaultReader(thresholds=Thresholds(min_gap=timedelta(hours=policy.min_gap_hours),
                                                      alike=policy.worded_alike, similar=policy.meant_alike))
-        found = reader_pairs(claims, reader)
+        features = [row.features for row in loaded.rows]
+        found = reader_pairs(claims, reader, features=features)
         verdicts = reader_verdicts(claims, found, reader, vectors=_whole_claim_vectors(loaded, claims),
-                                   keep_unsure=judge is not None, series_gap=timedelta(hours=policy.series_hours))
+                                   keep_unsure=judge is not None, series_gap=timedelta(hours=policy.series_hours),
+                                   features=features)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
     retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
                    for older, retired in updates.retired.items()]
@@ -103,6 +107,28 @@ class Retirement:
     older: int
     claims: list[Retired]
     remainder: str
+
+
+def features_parse_missing(loaded: Loaded) -> Parsed:
+    """Parse the claims of episodes stored before their features were (in one batch); the rows of `loaded` get
+    them, so this run reads them like any other, and the run stores them (`features_store`): parsed once."""
+    missing = [n for n, row in enumerate(loaded.rows) if row.features is None and not row.is_semantic]
+    found = memory_features([loaded.rows[n].content for n in missing], [loaded.rows[n].role for n in missing],
+                            DefaultReader()) if missing else []
+    for n, features in zip(missing, found, strict=True):
+        loaded.rows[n] = replace(loaded.rows[n], features=features)
+    return Parsed([loaded.ids[n] for n in missing], found)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    ids: list[uuid.UUID]
+    features: list[dict[str, Any]]
+
+
+def features_store(*, tenant_id: int, parsed: Parsed) -> None:
+    if parsed.ids:
+        memories_features_store(tenant_id=tenant_id, ids=parsed.ids, features=parsed.features)
 
 
 def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:

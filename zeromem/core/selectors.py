@@ -373,7 +373,8 @@ def newer_statements_first(hits: list[SearchHit], *, query: str | None = None) -
     dates) ranks just above the older, which is marked `earlier_than` it; everything else keeps its rank."""
     memories = [h.memory for h in hits]
     ordered = newer_first([m.content for m in memories], [m.valid_from or m.created_at for m in memories],
-                          [m.role for m in memories], reader=_READER, query=query)
+                          [m.role for m in memories], reader=_READER, query=query,
+                          features=[m.features for m in memories])
     return [replace(hits[o.index], earlier_than=None if o.earlier_than is None else memories[o.earlier_than].id)
             for o in ordered]
 

@@ -18,12 +18,14 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from consolidation.domain.contradictions import memory_features
 from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import Vector, embed_texts
 from zeromem.core.adapters.llm import Usage
 from zeromem.core.contention import StaleRead, retry_on_contention
 from zeromem.core.domain.entities import classify_kind, extract_entities
 from zeromem.core.policies import policy_for
+from zeromem.language.default import DefaultReader
 from zeromem.models import ApiKey, IdempotencyKey, LlmUsage, Memory, MemoryType, Tenant
 
 DEFAULT_IMPORTANCE = 0.5
@@ -102,7 +104,7 @@ def window_of(item: MemoryInput, prefix: str) -> str | None:
 
 
 def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | None, now: datetime,
-                  window_prefix: str = "", key: str | None = None) -> Memory:
+                  window_prefix: str = "", key: str | None = None, features: dict[str, Any] | None = None) -> Memory:
     importance = DEFAULT_IMPORTANCE if item.importance is None else item.importance
     return Memory(
         id=uuid.uuid4(), tenant_id=tenant_id, user_id=item.user_id, entity_id=item.entity_id,
@@ -112,7 +114,23 @@ def _build_memory(*, tenant_id: int, item: MemoryInput, vector: list[float] | No
         entities=list(item.entities) if item.entities is not None else extract_entities(item.content),
         tags=list(item.tags), window=window_of(item, window_prefix), importance=importance, activation=importance,
         metadata=item.metadata, created_at=item.created_at or now, valid_from=item.created_at or now,
+        features=features,
     )
+
+
+_READER = DefaultReader()
+
+
+def features_of(items: Sequence[MemoryInput]) -> list[dict[str, Any]]:
+    """The language reader's parse of each item's claims, done once at ingestion and stored with the memory."""
+    return memory_features([i.content for i in items], [i.role for i in items], _READER)
+
+
+def memories_features_store(*, tenant_id: int, ids: Sequence[uuid.UUID], features: Sequence[dict[str, Any]]) -> None:
+    """Keep the parse of memories stored before their features were (once; a later parse never happens)."""
+    Memory.objects.bulk_update([Memory(id=i, tenant_id=tenant_id, features=f) for i, f in zip(ids, features,
+                                                                                             strict=True)],
+                               ["features"], batch_size=500)
 
 
 @retry_on_contention
@@ -138,8 +156,8 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
     keys, fresh = _fresh_items(tenant_id, items)
     vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
     prefix = _window_prefix_for(tenant_id, fresh)
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
-            for i, v in zip(fresh, vectors, strict=True)]
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix, features=f)
+            for i, v, f in zip(fresh, vectors, features_of(fresh), strict=True)]
     try:
         with transaction.atomic():
             result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
@@ -192,8 +210,9 @@ def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
 def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
                     embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
     now, prefix = timezone.now(), _window_prefix_for(tenant_id, fresh)
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
-            for i, v in zip(fresh, embedding.result(), strict=True)]
+    features = features_of(fresh)  # parsed here while the next batch is embedded in the pool's thread
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix, features=f)
+            for i, v, f in zip(fresh, embedding.result(), features, strict=True)]
     with transaction.atomic():
         result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
     if progress:
@@ -221,7 +240,7 @@ def memory_keyed_insert(*, tenant_id: int, key: str, item: MemoryInput, vector: 
     ON CONFLICT DO NOTHING on the key's unique index: a concurrent insert of the same key makes this one wait until
     it commits (then nothing is inserted) or rolls back (then this one is)."""
     row = _build_memory(tenant_id=tenant_id, item=item, vector=vector, now=now or timezone.now(),
-                        window_prefix=window_tag_prefix(tenant_id), key=key)
+                        window_prefix=window_tag_prefix(tenant_id), key=key, features=features_of([item])[0])
     Memory.objects.bulk_create([row], ignore_conflicts=True)
     if not Memory.objects.filter(id=row.id).exists():
         return None

@@ -14,10 +14,10 @@ parse, the stored MiniLM vectors, values and time. This module holds only the in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 REPLACES, CONTRADICTS, KEEPS = "replaces", "contradicts", "keeps"
 RELATIONS = (REPLACES, CONTRADICTS, KEEPS)
@@ -26,15 +26,21 @@ JUDGEMENTS = ("chatter", "same_attribute", "relation")
 
 @dataclass(frozen=True)
 class Said:
-    """A sentence as it was said: its text, when, and (where stored) its MiniLM vector."""
+    """A sentence as it was said: its text, when, and (where stored) its MiniLM vector and the parse features a
+    reader stored for it (`Reader.features`: a memory is parsed once in its life, not each night)."""
 
     text: str
     at: datetime
     vector: Sequence[float] | None = None
+    features: Mapping[str, Any] | None = None
 
 
 class Reader(Protocol):
     name: str
+
+    def features(self, texts: Sequence[str]) -> list[dict[str, Any] | None]:
+        """What the reader keeps of each text's parse, as JSON to store with the memory (None: nothing to keep)."""
+        ...
 
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
         """What each statement is about, as index keys: only statements sharing a key are compared."""

@@ -20,7 +20,7 @@ to decide.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -99,6 +99,42 @@ class Reading:
     def keys(self) -> frozenset[str]:
         """Index keys for candidate pairs: the attributes' heads."""
         return frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
+
+
+FEATURES_VERSION = 1  # raise it when `reading_of` changes: stored features of another version are read again
+
+
+def reading_json(reading: Reading) -> dict[str, Any]:
+    def attribute(a: Attribute) -> list[Any]:
+        return [a.head, sorted(a.modifiers)]
+
+    return {"v": FEATURES_VERSION,
+            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate] for f in reading.facts],
+            "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
+            "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
+            "measured": reading.measured, "event": reading.event}
+
+
+def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
+    """The stored reading, or None when it was stored by another version of the reader."""
+    if stored.get("v") != FEATURES_VERSION:
+        return None
+
+    def attribute(raw: list[Any]) -> Attribute:
+        return Attribute(raw[0], frozenset(raw[1]))
+
+    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate) for a, value, unit, predicate in
+                               stored["facts"]),
+                   attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
+                   negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
+                   measured=stored["measured"], event=stored["event"])
+
+
+def read_said(said: Sequence[Said]) -> list[Reading]:
+    """Each statement's stored reading where it has one of this version, else a fresh parse (`read`)."""
+    stored = [reading_from_json(s.features) if s.features else None for s in said]
+    fresh = iter(read([s.text for s, r in zip(said, stored, strict=True) if r is None]))
+    return [r if r is not None else next(fresh) for r in stored]
 
 
 def read(texts: Sequence[str]) -> list[Reading]:
@@ -360,8 +396,11 @@ class DefaultReader:
         self.thresholds = thresholds or Thresholds()
         self.strict = strict  # chatter only past the head's strict threshold: for callers that drop chatter
 
+    def features(self, texts: Sequence[str]) -> list[dict[str, Any] | None]:
+        return [reading_json(r) for r in read(texts)]
+
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
-        return [r.keys for r in read([s.text for s in said])]
+        return [r.keys for r in read_said(said)]
 
     def asks_now(self, question: str) -> bool:
         """Present tense on the question's main verb or its auxiliary: "How many bikes do I own?" asks now, "When
@@ -402,6 +441,6 @@ def _cosine(a: Said, b: Said) -> float | None:
 
 
 def _paired(pairs: Sequence[tuple[Said, Said]]) -> list[tuple[Reading, Reading]]:
-    found = read([s.text for pair in pairs for s in pair])
+    found = read_said([s for pair in pairs for s in pair])
     return list(zip(found[::2], found[1::2], strict=True))
 

@@ -4,6 +4,7 @@ comparison (`evaluate language` scores it beside `default`). It only wraps them;
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from consolidation.domain.contradictions import CONTRADICTS as RULES_CONTRADICTS
 from consolidation.domain.contradictions import SUPERSEDE, Statement, _same_attribute, judge
@@ -17,6 +18,9 @@ class RulesReader:
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
         statements = [Statement.parse(s.text, s.at) for s in said]
         return [s.attribute | s.heads | s.name_words for s in statements]
+
+    def features(self, texts: Sequence[str]) -> list[dict[str, Any] | None]:
+        return [None] * len(texts)  # the rules parse in microseconds: nothing worth storing
 
     def asks_now(self, question: str) -> bool:
         return True  # the rules never told the two apart

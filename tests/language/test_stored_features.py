@@ -1,0 +1,47 @@
+"""A memory is parsed once in its life: ingestion stores the reader's parse of its claims, clustering and search read
+it from the row (and a memory stored before features were is parsed by its first clustering run, then stored)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from consolidation.jobs.clustering import clustering_run_now
+from tests.factories import DAY, ingest_one
+from zeromem.language.default import FEATURES_VERSION
+from zeromem.models import Memory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def stored(memory_id):
+    return Memory.objects.get(id=memory_id).features
+
+
+def test_ingestion_stores_the_parse_of_each_claim(tenant):
+    claim = ingest_one(tenant, "My phone bill is $80.")
+    chatter = ingest_one(tenant, "Hi!")
+    features = stored(claim)["claims"]["My phone bill is $80."]
+    assert features["v"] == FEATURES_VERSION and features["facts"] == [[["bill", ["phone"]], "80", None, False]]
+    assert stored(chatter) == {"claims": {}}  # parsed: nothing to keep, never parsed again
+
+
+def test_clustering_reads_the_stored_parse_not_the_text(tenant, now):
+    older = ingest_one(tenant, "My phone bill is $80.", session="a", created_at=now - 40 * DAY)
+    ingest_one(tenant, "My phone bill is $80.", session="b", created_at=now - 4 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    # The same value twice is no update; a stored parse saying the older value was $70 is one.
+    features = copy.deepcopy(stored(older))
+    features["claims"]["My phone bill is $80."]["facts"][0][1] = "70"
+    Memory.objects.filter(id=older).update(features=features)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    assert Memory.objects.get(id=older).superseded_by_id is not None
+
+
+def test_a_memory_stored_without_features_is_parsed_by_its_first_run_and_kept(tenant, now):
+    older = ingest_one(tenant, "The nightly backup keeps 10 snapshots.", session="a", created_at=now - 40 * DAY)
+    Memory.objects.filter(id=older).update(features=None)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    assert "The nightly backup keeps 10 snapshots." in stored(older)["claims"]
