@@ -10,7 +10,7 @@ import sys
 
 from consolidation.triggers import TASK_NAMES
 from consolidation.webhooks import WEBHOOK_DELIVER_TASK
-from zeromem.core.tasks import memories_embed_task
+from zeromem.core.tasks import memories_embed_task, memories_parse_task
 
 PROBE = ("import django, json; django.setup(); from celery import current_app; "
          "print(json.dumps(sorted(current_app.tasks)))")
@@ -21,4 +21,4 @@ def test_every_name_a_trigger_sends_is_registered_in_a_web_process():
     registered = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
                                            check=True).stdout.splitlines()[-1])
 
-    assert {*TASK_NAMES, WEBHOOK_DELIVER_TASK, memories_embed_task.name} <= set(registered)
+    assert {*TASK_NAMES, WEBHOOK_DELIVER_TASK, memories_embed_task.name, memories_parse_task.name} <= set(registered)

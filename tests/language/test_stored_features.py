@@ -1,5 +1,6 @@
-"""A memory is parsed once in its life: ingestion stores the reader's parse of its claims, clustering and search read
-it from the row (and a memory stored before features were is parsed by its first clustering run, then stored)."""
+"""A memory is parsed once in its life: after ingestion a worker stores the reader's parse of its claims (the request
+never waits on the parser), clustering and search read it from the row, and a memory still without one is parsed by
+its first clustering run, then stored."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from consolidation.jobs.clustering import clustering_run_now
 from tests.factories import DAY, ingest_one
+from zeromem.core import services
 from zeromem.language.default import FEATURES_VERSION
 from zeromem.models import Memory
 
@@ -19,9 +21,12 @@ def stored(memory_id):
     return Memory.objects.get(id=memory_id).features
 
 
-def test_ingestion_stores_the_parse_of_each_claim(tenant):
+def test_the_worker_stores_the_parse_of_each_claim_once(tenant):
     claim = ingest_one(tenant, "My phone bill is $80.")
     chatter = ingest_one(tenant, "Hi!")
+    assert stored(claim) is None  # ingestion does not wait on the parser
+    assert services.memories_parse_pending(memory_ids=[claim, chatter]) == 2
+    assert services.memories_parse_pending(memory_ids=[claim, chatter]) == 0  # once in its life
     features = stored(claim)["claims"]["My phone bill is $80."]
     assert features["v"] == FEATURES_VERSION and features["facts"] == [[["bill", ["phone"]], "80", None, False]]
     assert stored(chatter) == {"claims": {}}  # parsed: nothing to keep, never parsed again
@@ -29,8 +34,9 @@ def test_ingestion_stores_the_parse_of_each_claim(tenant):
 
 def test_clustering_reads_the_stored_parse_not_the_text(tenant, now):
     older = ingest_one(tenant, "My phone bill is $80.", session="a", created_at=now - 40 * DAY)
-    ingest_one(tenant, "My phone bill is $80.", session="b", created_at=now - 4 * DAY)
+    newer = ingest_one(tenant, "My phone bill is $80.", session="b", created_at=now - 4 * DAY)
     ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    services.memories_parse_pending(memory_ids=[older, newer])
     # The same value twice is no update; a stored parse saying the older value was $70 is one.
     features = copy.deepcopy(stored(older))
     features["claims"]["My phone bill is $80."]["facts"][0][1] = "70"
@@ -41,7 +47,13 @@ def test_clustering_reads_the_stored_parse_not_the_text(tenant, now):
 
 def test_a_memory_stored_without_features_is_parsed_by_its_first_run_and_kept(tenant, now):
     older = ingest_one(tenant, "The nightly backup keeps 10 snapshots.", session="a", created_at=now - 40 * DAY)
-    Memory.objects.filter(id=older).update(features=None)
     ingest_one(tenant, "Good morning!", session="today", created_at=now)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     assert "The nightly backup keeps 10 snapshots." in stored(older)["claims"]
+
+
+@pytest.mark.usefixtures("eager")
+def test_a_stored_memory_is_parsed_by_a_worker_after_the_request_commits(api):
+    response = api.post("/memories", {"memories": [{"user_id": "u1", "content": "Our office lease ends in 2027."}]})
+    [memory_id] = response.json()["ids"]
+    assert "Our office lease ends in 2027." in stored(memory_id)["claims"]

@@ -72,7 +72,7 @@ from zeromem.core.domain.policy import Policy
 from zeromem.core.policies import policy_of
 from zeromem.core.ratelimit import rate_limit_check
 from zeromem.core.selectors import MemoryFilter
-from zeromem.core.tasks import enqueue_on_commit, memories_embed_task
+from zeromem.core.tasks import enqueue_on_commit, memories_embed_task, memories_parse_task
 from zeromem.models import ApiKey, Memory, MemoryRelation, RelationType
 
 
@@ -133,6 +133,8 @@ def memories_create(request: HttpRequest, payload: MemoriesIn) -> Status[dict[st
         embed=inline, idempotency_key=idempotency_key(request))
     if not inline and result.created:
         enqueue_on_commit(memories_embed_task.name, memory_ids=[str(i) for i in result.ids])
+    if result.created:  # the language reader's parse, once, by a worker: the request never waits on it
+        enqueue_on_commit(memories_parse_task.name, memory_ids=[str(i) for i in result.ids])
     return Status(201, result.as_json())
 
 
@@ -167,6 +169,8 @@ def memory_put_by_key_view(request: HttpRequest, payload: KeyedMemoryIn) -> Stat
     key = fields.pop("key")
     item = services.MemoryInput(**{**fields, "user_id": scope.named_user(payload.user_id)})
     put = memory_put_by_key(tenant_id=scope.tenant_id, key=key, item=item, actor=actor(request))
+    if put.outcome != "unchanged":
+        enqueue_on_commit(memories_parse_task.name, memory_ids=[str(put.memory.id)])
     return Status(201 if put.outcome == "created" else 200, {"outcome": put.outcome, "memory": put.memory})
 
 

@@ -127,10 +127,35 @@ def features_of(items: Sequence[MemoryInput]) -> list[dict[str, Any]]:
 
 
 def memories_features_store(*, tenant_id: int, ids: Sequence[uuid.UUID], features: Sequence[dict[str, Any]]) -> None:
-    """Keep the parse of memories stored before their features were (once; a later parse never happens)."""
+    """Keep the parse of memories that had none (once; a later parse never happens)."""
     Memory.objects.bulk_update([Memory(id=i, tenant_id=tenant_id, features=f) for i, f in zip(ids, features,
                                                                                              strict=True)],
                                ["features"], batch_size=500)
+
+
+def memories_parse_pending(*, memory_ids: Sequence[uuid.UUID], batch_size: int = 256) -> int:
+    """Parse the claims of memories stored without their features (a worker does it after ingestion commits, so
+    a request never waits on the parser) and store them where none were stored meanwhile; idempotent. Returns
+    how many were stored."""
+    stored = 0
+    rows = Memory.objects.filter(id__in=list(memory_ids), features__isnull=True).order_by("id")
+    for page in _pages_of(rows.values_list("id", "tenant_id", "content", "role"), batch_size):
+        features = memory_features([content for _, _, content, _ in page], [role for *_, role in page], _READER)
+        with transaction.atomic():
+            for (memory_id, _, _, _), parsed in zip(page, features, strict=True):
+                stored += Memory.objects.filter(id=memory_id, features__isnull=True).update(features=parsed)
+    return stored
+
+
+def _pages_of(rows: Any, size: int) -> Iterable[list[Any]]:
+    page: list[Any] = []
+    for row in rows.iterator(chunk_size=size):
+        page.append(row)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
 
 
 @retry_on_contention
@@ -156,8 +181,8 @@ def memories_ingest(*, tenant_id: int, items: Sequence[MemoryInput], embed: bool
     keys, fresh = _fresh_items(tenant_id, items)
     vectors = embed_texts([i.content for i in fresh]) if embed else [None] * len(fresh)
     prefix = _window_prefix_for(tenant_id, fresh)
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix, features=f)
-            for i, v, f in zip(fresh, vectors, features_of(fresh), strict=True)]
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
+            for i, v in zip(fresh, vectors, strict=True)]
     try:
         with transaction.atomic():
             result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
@@ -210,9 +235,8 @@ def memories_import(*, tenant_id: int, batches: Iterable[Sequence[MemoryInput]],
 def _store_embedded(tenant_id: int, keys: list[DedupeKey], fresh: list[MemoryInput],
                     embedding: Future[list[Vector | None]], progress: Callable[[int], None] | None) -> IngestResult:
     now, prefix = timezone.now(), _window_prefix_for(tenant_id, fresh)
-    features = features_of(fresh)  # parsed here while the next batch is embedded in the pool's thread
-    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix, features=f)
-            for i, v, f in zip(fresh, embedding.result(), features, strict=True)]
+    rows = [_build_memory(tenant_id=tenant_id, item=i, vector=v, now=now, window_prefix=prefix)
+            for i, v in zip(fresh, embedding.result(), strict=True)]
     with transaction.atomic():
         result = _store(tenant_id=tenant_id, rows=rows, keys=keys)
     if progress:
@@ -240,7 +264,7 @@ def memory_keyed_insert(*, tenant_id: int, key: str, item: MemoryInput, vector: 
     ON CONFLICT DO NOTHING on the key's unique index: a concurrent insert of the same key makes this one wait until
     it commits (then nothing is inserted) or rolls back (then this one is)."""
     row = _build_memory(tenant_id=tenant_id, item=item, vector=vector, now=now or timezone.now(),
-                        window_prefix=window_tag_prefix(tenant_id), key=key, features=features_of([item])[0])
+                        window_prefix=window_tag_prefix(tenant_id), key=key)
     Memory.objects.bulk_create([row], ignore_conflicts=True)
     if not Memory.objects.filter(id=row.id).exists():
         return None

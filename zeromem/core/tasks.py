@@ -42,6 +42,12 @@ def memories_embed_task(*, memory_ids: list[str]) -> int:
     return services.memories_embed_pending(memory_ids=[uuid.UUID(i) for i in memory_ids])
 
 
+@shared_task(name="zeromem.parse_memories", soft_time_limit=600, time_limit=660, **TASK_OPTIONS)
+def memories_parse_task(*, memory_ids: list[str]) -> int:
+    """After ingestion: the language reader's parse of the new memories, stored once with each."""
+    return services.memories_parse_pending(memory_ids=[uuid.UUID(i) for i in memory_ids])
+
+
 @shared_task(name="zeromem.embed_missing", soft_time_limit=3000, time_limit=3300, expires=3000, **TASK_OPTIONS)
 def memories_embed_missing_task() -> int:
     """Safety net for memories stored while the embedder was failing: they get a vector on the next sweep."""

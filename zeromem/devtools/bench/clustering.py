@@ -90,11 +90,13 @@ def full_job_seconds(n: int, params: Params, *, user_id: str = "bench-user",
     tenant = services.tenant_get_or_create(name="bench-clustering")
     texts = memory_texts(n, seed=seed + 2)
     created = timezone.now() - timedelta(days=3)
+    # Rows as ingestion stores them: vectors and the language reader's parse were paid for there (`bench ingest`).
+    features = services.features_of([services.MemoryInput(content=text, user_id=user_id) for text in texts])
     Memory.objects.bulk_create([
         Memory(id=uuid.uuid4(), tenant=tenant, user_id=user_id, session_id=f"s{i // 40}", content=text,
                content_hash=services.content_hash(text), embedding=vector.tolist(), entities=sorted(item.entities),
-               created_at=created + timedelta(seconds=i)) for i, (item, vector, text) in
-        enumerate(zip(items, vectors, texts, strict=True))], batch_size=1000)
+               created_at=created + timedelta(seconds=i), features=parsed) for i, (item, vector, text, parsed) in
+        enumerate(zip(items, vectors, texts, features, strict=True))], batch_size=1000)
     started = time.perf_counter()
     with measured() as cost:
         run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
