@@ -59,8 +59,9 @@ class BenchData:
 
 def bench_data(*, tenant_id: int, sizes: Sizes, say: Callable[[str], None]) -> BenchData:
     """1. the planted users copied in bulk with the secondary indexes dropped, which are then built once; 2. the
-    LoCoMo-sized user ingested through the service layer (embedded); 3. VACUUM ANALYZE and a checkpoint, so the
-    measures start from a settled database as a deployment's autovacuum would leave it."""
+    LoCoMo-sized user ingested through the service layer (embedded, then parsed as ingestion's worker does);
+    3. VACUUM ANALYZE and a checkpoint, so the measures start from a settled database as a deployment's
+    autovacuum would leave it."""
     synthetic = synthetic_queries()
     with indexes_deferred(Memory._meta.db_table):
         _copy_planted(tenant_id, sizes.clustering, seed=1, user_of=lambda i: CLUSTERING)
@@ -72,8 +73,10 @@ def bench_data(*, tenant_id: int, sizes: Sizes, say: Callable[[str], None]) -> B
     items, queries_3k, source = three_k_corpus(sizes.memories_3k, synthetic[::2])
     if source == "synthetic":
         say(f"no LoCoMo file at {locomo.DEFAULT_PATH}: that user is made of the bench texts instead")
-    say(f"embedding and ingesting the {len(items):,}-memory user ({source})")
-    services.memories_import(tenant_id=tenant_id, batches=(items[i:i + 500] for i in range(0, len(items), 500)))
+    say(f"embedding and ingesting the {len(items):,}-memory user ({source}); parsing it as the worker would")
+    imported = services.memories_import(tenant_id=tenant_id,
+                                        batches=(items[i:i + 500] for i in range(0, len(items), 500)))
+    services.memories_parse_pending(memory_ids=imported.ids)
     with connection.cursor() as cursor:
         for table in ("zeromem_memory", "zeromem_termstat", "zeromem_usersearchstats"):
             cursor.execute(f"VACUUM ANALYZE {table}")
