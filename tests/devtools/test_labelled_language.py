@@ -10,7 +10,7 @@ import pytest
 
 from zeromem.devtools.evaluation.splits import SPLITS, split_of
 from zeromem.devtools.language import labelled
-from zeromem.language import JUDGEMENTS, RELATIONS
+from zeromem.language import JUDGEMENTS, KEEPS, REPLACES
 
 RAW = [json.loads(line) for line in labelled.LABELLED_PATH.read_text().splitlines() if line.strip()]
 
@@ -25,7 +25,8 @@ def test_every_judgement_has_items_of_each_label_in_both_splits():
     counts = Counter((item.judgement, split_of(item.topic), str(item.label)) for item in items)
     for judgement in JUDGEMENTS:
         for split in SPLITS:
-            for label in (("True", "False") if judgement != "relation" else RELATIONS):
+            # The set labels relations replaces or keeps (a contradiction needs two statements said together).
+            for label in (("True", "False") if judgement != "relation" else (REPLACES, KEEPS)):
                 assert counts[(judgement, split, label)] >= 20, (judgement, split, label)
 
 
