@@ -108,7 +108,9 @@ def demo_clustering(*, tenant: Tenant, user_id: str, say: Callable[[str], None])
     for semantic in Memory.objects.filter(tenant=tenant, user_id=user_id, memory_type="semantic",
                                           source_links__isnull=False).distinct().order_by("created_at")[:3]:
         say(f"\n  semantic: {semantic.content}")
-        for link in semantic.source_links.select_related("source")[:5]:
+        # In the order they were said (ties by text): without ORDER BY rows come as the table happens to lie.
+        links = semantic.source_links.select_related("source").order_by("source__created_at", "source__content")
+        for link in links[:5]:
             say(f"    ← {link.source.content[:110] if link.source else '(deleted)'}")
 
 
