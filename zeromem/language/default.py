@@ -74,11 +74,11 @@ class Fact:
     predicate: bool = False  # the attribute is the verb the value fills ("pre-approved for"), not a noun phrase
 
     def about_same(self, other: Fact) -> bool:
-        """Same attribute, units that do not disagree; a verb's slot only with the very same unit (or none)."""
+        """Same attribute, units that do not disagree; a verb's slot only with the very same unit."""
         if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
             return False
-        if self.predicate:
-            return self.unit == other.unit
+        if self.predicate:  # "spent $40 on it" / "spent $500 on groceries": a verb alone names no attribute
+            return self.unit is not None and self.unit == other.unit
         return self.unit is None or other.unit is None or self.unit == other.unit
 
 
@@ -190,12 +190,11 @@ def _is_thing(token: Any) -> bool:
 
 
 def _attribute(token: Any) -> Attribute:
-    """A noun and what tells it apart: its noun and adjective modifiers that are not values, a name set beside it
-    ("our cat Miso"), the parts glued to it ("replica-2"), and the things it is of or on ("latency on checkout")."""
+    """A noun and what tells it apart: its noun and adjective modifiers, names included ("traditional Lakota games"
+    are not "traditional Iroquois games"), a name set beside it ("our cat Miso"), the parts glued to it
+    ("replica-2"), and the things it is of or on ("latency on checkout")."""
     modifiers = {c.lemma_.lower() for c in token.children
-                 if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num
-                 and (c.ent_type_ not in _NAMED or c.ent_iob_ == "B" and c.dep_ == "compound" and token.pos_ == "NOUN"
-                      and c.ent_type_ == "PERSON")}
+                 if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num}
     modifiers |= {c.text.lower() for c in token.subtree if _glued(c) and c.head.i == token.i}
     modifiers |= {c.lemma_.lower() for c in token.children if c.dep_ == "appos" and c.ent_type_ == "PERSON"}
     for prep in (c for c in token.children if c.dep_ == "prep"):
