@@ -409,6 +409,11 @@ _READER_VERDICTS = {REPLACES: Verdict(SUPERSEDE, "a newer value of the same attr
                                           1.0, unsure=True)}
 
 
+def _in_time_order(a: Claim, b: Claim) -> tuple[Claim, Claim]:
+    """(older, newer); said at the same moment, the one of the earlier memory first."""
+    return (a, b) if (a.statement.at, a.memory) <= (b.statement.at, b.memory) else (b, a)
+
+
 _UNSURE = Verdict(COMPATIBLE, "the same attribute, no value clearly changed", 1.0, unsure=True)
 
 
@@ -421,7 +426,7 @@ def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], r
     sooner are readings of a measured quantity (`readings`), each true when measured: no verdict. With
     `keep_unsure` (a model will look), also the pairs the reader finds about the same attribute without a clearly
     changed value ("I'm learning the violin." / "I gave up the violin.")."""
-    ordered = [tuple(sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))) for a, b in pairs]
+    ordered = [_in_time_order(claims[a], claims[b]) for a, b in pairs]
 
     def said(claim: Claim) -> Said:
         return said_of(claim, features, vectors[claim.memory] if vectors is not None else None)
@@ -486,7 +491,7 @@ def claim_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], *,
     judged once in time order (`judge`, with the thresholds given)."""
     found = []
     for a, b in pairs:
-        older, newer = sorted((claims[a], claims[b]), key=lambda c: (c.statement.at, c.memory))
+        older, newer = _in_time_order(claims[a], claims[b])
         verdict = judge(older.statement, newer.statement,
                         same_session=older.session is not None and older.session == newer.session,
                         min_gap=min_gap, same_attribute=same_attribute, certain_attribute=certain_attribute)

@@ -117,18 +117,19 @@ def features_parse_missing(loaded: Loaded) -> Parsed:
                             DefaultReader()) if missing else []
     for n, features in zip(missing, found, strict=True):
         loaded.rows[n] = replace(loaded.rows[n], features=features)
-    return Parsed([loaded.ids[n] for n in missing], found)
+    return Parsed([loaded.ids[n] for n in missing], [loaded.rows[n].content_hash for n in missing], found)
 
 
 @dataclass(frozen=True)
 class Parsed:
     ids: list[uuid.UUID]
+    hashes: list[str]  # the content each was parsed from
     features: list[dict[str, Any]]
 
 
 def features_store(*, tenant_id: int, parsed: Parsed) -> None:
     if parsed.ids:
-        memories_features_store(tenant_id=tenant_id, ids=parsed.ids, features=parsed.features)
+        memories_features_store(ids=parsed.ids, hashes=parsed.hashes, features=parsed.features)
 
 
 def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:

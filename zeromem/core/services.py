@@ -126,36 +126,33 @@ def features_of(items: Sequence[MemoryInput]) -> list[dict[str, Any]]:
     return memory_features([i.content for i in items], [i.role for i in items], _READER)
 
 
-def memories_features_store(*, tenant_id: int, ids: Sequence[uuid.UUID], features: Sequence[dict[str, Any]]) -> None:
-    """Keep the parse of memories that had none (once; a later parse never happens)."""
-    Memory.objects.bulk_update([Memory(id=i, tenant_id=tenant_id, features=f) for i, f in zip(ids, features,
-                                                                                             strict=True)],
-                               ["features"], batch_size=500)
+def memories_features_store(*, ids: Sequence[uuid.UUID], hashes: Sequence[str],
+                            features: Sequence[dict[str, Any]]) -> int:
+    """Keep the parse of memories that had none, in one UPDATE: only where none was stored meanwhile and the
+    content is still the one parsed (an edit clears the features, and its own parse comes later). Returns how many
+    were stored."""
+    if not ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """UPDATE zeromem_memory m SET features = v.features::jsonb
+                 FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, content_hash, features)
+                WHERE m.id = v.id AND m.content_hash = v.content_hash AND m.features IS NULL""",
+            [[str(i) for i in ids], list(hashes), [json.dumps(f) for f in features]])
+        return cursor.rowcount
 
 
 def memories_parse_pending(*, memory_ids: Sequence[uuid.UUID], batch_size: int = 256) -> int:
     """Parse the claims of memories stored without their features (a worker does it after ingestion commits, so
-    a request never waits on the parser) and store them where none were stored meanwhile; idempotent. Returns
-    how many were stored."""
+    a request never waits on the parser) and store them (`memories_features_store`); idempotent. Returns how many
+    were stored."""
     stored = 0
-    rows = Memory.objects.filter(id__in=list(memory_ids), features__isnull=True).order_by("id")
-    for page in _pages_of(rows.values_list("id", "tenant_id", "content", "role"), batch_size):
-        features = memory_features([content for _, _, content, _ in page], [role for *_, role in page], _READER)
-        with transaction.atomic():
-            for (memory_id, _, _, _), parsed in zip(page, features, strict=True):
-                stored += Memory.objects.filter(id=memory_id, features__isnull=True).update(features=parsed)
+    queryset = Memory.objects.filter(id__in=list(memory_ids), features__isnull=True)
+    for page in _pages(queryset, batch_size, ("id", "content", "content_hash", "role")):
+        features = memory_features([content for _, content, _, _ in page], [role for *_, role in page], _READER)
+        stored += memories_features_store(ids=[row[0] for row in page], hashes=[row[2] for row in page],
+                                          features=features)
     return stored
-
-
-def _pages_of(rows: Any, size: int) -> Iterable[list[Any]]:
-    page: list[Any] = []
-    for row in rows.iterator(chunk_size=size):
-        page.append(row)
-        if len(page) == size:
-            yield page
-            page = []
-    if page:
-        yield page
 
 
 @retry_on_contention
@@ -409,12 +406,13 @@ def memories_reembed(*, after: uuid.UUID | None = None, batch_size: int = 256,
     return replaced
 
 
-def _pages(queryset: Any, size: int) -> Iterable[list[tuple[uuid.UUID, str, str]]]:
-    """(id, content, content_hash) rows in id order, a page at a time (keyset: no OFFSET scans)."""
+def _pages(queryset: Any, size: int, columns: Sequence[str] = ("id", "content", "content_hash")
+           ) -> Iterable[list[tuple[Any, ...]]]:
+    """Rows of `columns` (the id first) in id order, a page at a time (keyset: no OFFSET scans)."""
     last: uuid.UUID | None = None
     while True:
         page = list((queryset.filter(id__gt=last) if last else queryset).order_by("id")
-                    .values_list("id", "content", "content_hash")[:size])
+                    .values_list(*columns)[:size])
         if not page:
             return
         yield page
