@@ -48,6 +48,7 @@ from zeromem.language.rules_tables.merging import (
     THIN_WORDS,
     VOCATIVE,
 )
+from zeromem.language.reference import leans_on
 from zeromem.language.rules_tables.text import STOP_WORDS
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
@@ -61,10 +62,12 @@ class Member:
 
 @dataclass
 class Chunk:
-    """One merged text and the indexes of the members it stands for."""
+    """One merged text, the indexes of the members it stands for, and of those whose words it keeps (`voiced`):
+    what it says was said when they were, so they alone date it."""
 
     text: str
     members: list[int] = field(default_factory=list)
+    voiced: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -203,8 +206,22 @@ def _anchor_relative(phrase: str, on: date) -> str:
     if p in fixed:
         return fixed[p]
     if p.startswith("last "):
-        return f"{p[5:]} {on.year - 1 if p[5:] in {'winter', 'fall', 'autumn'} and on.month < 6 else on.year}"
+        return _last_season(p[5:], on)
     return _day(on)  # today, tonight, this morning/afternoon/evening
+
+
+_SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}  # northern meteorological seasons
+
+
+def _last_season(season: str, on: date) -> str:
+    """The latest such season that was over when it was said ("last summer" said in January 2024 is summer 2023,
+    never the summer to come; said in July, the one a year before). A winter runs December to February."""
+    month = on.year * 12 + on.month - 1
+    start = on.year * 12 + _SEASON_START[season] - 1
+    while start + 2 >= month:  # not over yet
+        start -= 12
+    year = start // 12
+    return f"winter {year}–{year + 1}" if season == "winter" else f"{season} {year}"
 
 
 def _anchor_ago(match: re.Match[str], on: date) -> str:
@@ -240,8 +257,18 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
     extraction above all) is most of the plan's time; bounded, so a worker's memory stays flat."""
     speaker, body = split_speaker(member.text)
     return tuple((speaker, anchored, _content(anchored), concrete_values(anchored))
-                 for text in sentences(body) if not is_low_signal(text, common_names)
+                 for text in _informative(sentences(body), common_names)
                  for anchored in [anchor_dates(text, member.on)])
+
+
+def _informative(parts: Sequence[str], common_names: frozenset[str]) -> list[str]:
+    """The sentences that are not low-signal, and a low-signal one the next kept sentence leans on ("Did your
+    doctor say anything? They gave me tips.": without the question, "they" points at nothing)."""
+    keep = [not is_low_signal(text, common_names) for text in parts]
+    for i in range(1, len(parts)):
+        if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
+            keep[i - 1] = True
+    return [text for text, kept in zip(parts, keep, strict=True) if kept]
 
 
 def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:
@@ -330,9 +357,11 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
         if chunks and len(_closed(chunks[-1].text)) + 1 + len(joined) <= limit:
             chunks[-1].text = f"{_closed(chunks[-1].text)} {joined}"
             chunks[-1].members.append(member)
+            chunks[-1].voiced.append(member)
         else:
             alone = f"{group[0].speaker}: {body}" if group[0].speaker else body
-            chunks.append(Chunk(_cut(alone, max(limit, hard_limit) if len(alone) > limit else limit), [member]))
+            chunks.append(Chunk(_cut(alone, max(limit, hard_limit) if len(alone) > limit else limit), [member],
+                                [member]))
         speaker = group[0].speaker
     return chunks
 

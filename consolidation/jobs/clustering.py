@@ -112,6 +112,8 @@ class Merge:
     members: list[int]  # indexes of the memories folded into it (never the base)
     text: str
     scores: dict[str, float]
+    # The memories (members or base) whose words the text keeps: they date it. None: every one of them.
+    voiced: list[int] | None = None
 
 
 def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool, policy: Policy,
@@ -179,7 +181,8 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
                                    said=said.near(own, redundancy=UNSAID_REDUNDANCY, meaning=meaning),
                                    redundancy=UNSAID_REDUNDANCY)
             if len(chunks) == 1 and len(chunks[0].text) < len(merge.text) and not chunks[0].text.endswith("…"):
-                merge = Merge(base=None, members=merge.members, text=chunks[0].text, scores=merge.scores)
+                merge = Merge(base=None, members=merge.members, text=chunks[0].text, scores=merge.scores,
+                              voiced=[merge.members[v] for v in chunks[0].voiced])
         said.add(own)
         out.append(merge)
     return out + _episodes_unsaid(loaded, [i for i, row in enumerate(rows) if i not in used and not row.is_semantic],
@@ -301,7 +304,8 @@ def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, limit: int
         return None
     scores = {"min_link": min(first.scores["min_link"], second.scores["min_link"], link),
               "max_link": max(first.scores["max_link"], second.scores["max_link"]), "size": len(members)}
-    return Merge(base=None, members=members, text=chunks[0].text, scores=scores)
+    return Merge(base=None, members=members, text=chunks[0].text, scores=scores,
+                 voiced=[members[v] for v in chunks[0].voiced])
 
 
 def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], limit: int
@@ -389,12 +393,13 @@ def _merges_for(group: list[int], cluster: _Cluster, links: list[float], common:
 
 def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:
     members = [ordered[m] for m in chunk.members if ordered[m] != base]
-    return Merge(base=base, members=members, text=chunk.text, scores=scores)
+    return Merge(base=base, members=members, text=chunk.text, scores=scores,
+                 voiced=[ordered[v] for v in chunk.voiced])
 
 
 # --- writing -------------------------------------------------------------------------------------------------
 
-def _semantic_fields(rows: Sequence[ClusteringRow], text: str) -> dict[str, Any]:
+def _semantic_fields(rows: Sequence[ClusteringRow], text: str, voiced: Sequence[ClusteringRow]) -> dict[str, Any]:
     importance = max(r.importance for r in rows)
     kinds = Counter(r.kind for r in rows).most_common(1)[0][0]
     entities = list(dict.fromkeys(e for r in rows for e in r.entities))[:50]
@@ -406,8 +411,9 @@ def _semantic_fields(rows: Sequence[ClusteringRow], text: str) -> dict[str, Any]
         # At least as accessible as the most accessed source, and the sources' reads carried over.
         "activation": max(r.activation for r in rows), "access_count": sum(r.access_count for r in rows),
         "entities": entities, "tags": sorted({t for r in rows for t in r.tags}),
-        # What the memory states was last said on its newest source's date (never the run's time).
-        "valid_from": max(r.said_at for r in rows),
+        # What the memory states was last said on the date of its newest source whose words it keeps (never the
+        # run's time, nor a repeat it dropped: a stale value is not shown as new).
+        "valid_from": max(r.said_at for r in voiced or rows),
     }
 
 
@@ -457,7 +463,9 @@ def _semantic(tenant_id: int, user_id: str, loaded: Loaded, merge: Merge, vector
     """(the semantic memory — a new one, not saved yet, or the base updated — and the base's fields before this
     merge, what an undo puts back, or None)."""
     members = [loaded.rows[i] for i in merge.members]
-    fields = _semantic_fields(members + ([loaded.rows[merge.base]] if merge.base is not None else []), merge.text)
+    voiced = [loaded.rows[i] for i in merge.voiced] if merge.voiced is not None else []
+    fields = _semantic_fields(members + ([loaded.rows[merge.base]] if merge.base is not None else []), merge.text,
+                              voiced)
     if merge.base is not None:
         base = Memory.objects.get(id=loaded.ids[merge.base])  # locked by the caller
         before = semantic_snapshot(base, [*fields, "metadata"])

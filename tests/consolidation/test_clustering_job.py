@@ -120,7 +120,7 @@ def test_it_never_touches_the_current_session_unless_forced(tenant, three_days_a
 def test_it_never_touches_memories_inside_the_recency_window_unless_forced(tenant, now, three_days_ago):
     tenant.overrides = {"recency_window_hours": 24}
     tenant.save()
-    ingest_clusterable(tenant, "Old note about billing-api and Redis.", created_at=three_days_ago)
+    ingest_clusterable(tenant, "Old note about billing-api and Redis.", created_at=now - 30 * HOUR)
     recent = ingest_clusterable(tenant, "Fresh billing-api Redis note.", session="s2", created_at=now - 20 * HOUR)[0]
     ingest(tenant, "Current session.", entities=(), session="s3", created_at=now - HOUR)
     run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
@@ -386,3 +386,19 @@ def test_a_long_session_folds_window_by_window_and_tries_a_bounded_number_of_fol
     assert all(len(merge.text) <= policy.merging.max_chars for merge in plan.merges)
     cited = [i for merge in plan.merges for i in merge.members]
     assert len(cited) == len(set(cited))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_merged_memory_is_dated_by_the_newest_source_whose_words_it_keeps(tenant, three_days_ago):
+    """A later repeat the text drops says nothing new: it is cited, but dating the memory by it would show the older
+    statement as said later than it was."""
+    said = ingest_clusterable(tenant, "The billing-api Redis cache hit its limit of 2 GB at noon on Monday.",
+                              created_at=three_days_ago)
+    repeated = ingest_clusterable(tenant, "The billing-api Redis cache hit its limit of 2 GB.",
+                                  created_at=three_days_ago + 2 * HOUR)
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + 3 * HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    semantic = Memory.objects.get(tenant=tenant, memory_type="semantic")
+    assert set(cluster_members(tenant)[semantic.id]) == {*said, *repeated}
+    assert "at noon on Monday" in semantic.content and semantic.content.count("Redis") == 1
+    assert semantic.valid_from == three_days_ago

@@ -325,3 +325,38 @@ def test_an_opener_the_store_also_writes_in_lower_case_is_no_name_worth_keeping_
     assert is_low_signal("Gorgeous!", openers) and is_low_signal("Appreciate it.", openers)
     assert not is_low_signal("LeBron is incredible.", openers) and not is_low_signal("Max!", openers)
     assert not is_low_signal("Gorgeous!")  # without the store, a capitalised opener may be a name
+
+
+@pytest.mark.parametrize("said_on,anchored", [
+    (date(2024, 1, 10), "summer 2023"),  # never the summer to come
+    (date(2024, 7, 1), "summer 2023"),  # the summer under way is not over: the one before
+    (date(2024, 9, 3), "summer 2024"),
+])
+def test_last_season_is_the_latest_one_over_when_it_was_said(said_on, anchored):
+    assert anchor_dates("We went camping last summer.", said_on) == f"We went camping last summer ({anchored})."
+
+
+def test_last_winter_said_in_january_is_the_winter_before():
+    assert anchor_dates("last winter", date(2024, 1, 5)) == "last winter (winter 2022–2023)"
+    assert anchor_dates("last winter", date(2024, 3, 5)) == "last winter (winter 2023–2024)"
+
+
+def test_a_question_the_next_sentence_leans_on_is_kept_with_it():
+    asked = Member("Mel: Did your doctor say anything about the diet? They could give you more exercise tips.", MAY_8)
+    [chunk] = merge_cluster([asked, Member("Caro: I will ask my doctor about the diet and the gym.", MAY_8)],
+                            limit=350)
+    assert "Did your doctor say anything about the diet?" in chunk.text
+
+
+def test_a_bare_question_nothing_leans_on_is_still_dropped():
+    asked = Member("Mel: Did your doctor say anything? I started running three times a week.", MAY_8)
+    [chunk] = merge_cluster([asked, Member("Caro: I run on Sundays with my sister in the park.", MAY_8)], limit=350)
+    assert "doctor" not in chunk.text
+
+
+def test_a_member_whose_words_were_all_dropped_is_cited_but_does_not_voice_the_text():
+    members = [Member("Mel: I adopted a beagle named Max in 2021 from the shelter.", date(2023, 5, 1)),
+               Member("Mel: Thanks!", date(2023, 5, 1)),
+               Member("Mel: I adopted a beagle named Max in 2021.", date(2023, 5, 1))]
+    [chunk] = merge_cluster(members, limit=350)
+    assert sorted(chunk.members) == [0, 1, 2] and chunk.voiced == [0]

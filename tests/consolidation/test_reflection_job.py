@@ -14,7 +14,7 @@ from consolidation.models import ConsolidationRun
 from consolidation.schedules import SCHEDULES
 from consolidation.selectors import ReflectionScope, reflection_eligible_scopes
 from profiles.models import MemoryProfile
-from tests.factories import MINUTE, ingest, ingest_entity, memory_input, use_fake_llm
+from tests.factories import MINUTE, ingest, ingest_entity, memory_input, policy_set, use_fake_llm
 from zeromem.core.domain.policy import Policy
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.fake_llm import FakeLLM, Reply
@@ -60,6 +60,7 @@ def test_an_entity_whose_inputs_are_all_in_the_current_session_is_not_eligible_u
 def test_semantic_memories_from_clustering_count_until_reflected(tenant):
     from consolidation.jobs.clustering import clustering_run_now
 
+    policy_set(tenant, {"clustering": {"max_span_days": 0}})  # alice's memories are a day apart each
     ingest_entity(tenant, n=9)
     ingest(tenant, "Alice: I really love hiking in the Alps, we go every summer with my sister Clara!!",
            entity_id="alice", session="x")

@@ -57,8 +57,9 @@ class ClusteringPolicy(Section):
         "vectors while the text fits merging.max_chars in one piece; 0 = off.",
         moved_from="ZEROMEMORY_CLUSTER_FOLD_FLOOR", ge=0.0, le=1.0)
     max_span_days: int = setting(
-        30, "The members of one merged memory span at most this many days: it is dated by its newest source, so "
-        "it never presents a months-old statement as recent; 0 = no limit.",
+        1, "The members of one merged memory were said within this many days: a merged memory is the record of "
+        "one day, and turns of sessions further apart are never glued into one text (a later repeat is left out of "
+        "the later text instead); 0 = no limit.",
         moved_from="ZEROMEMORY_CLUSTER_MAX_SPAN_DAYS", ge=0, le=36_500)
     recency_window_hours: float = setting(
         48.0, "Episodes younger than this are left for a later run (unless the run is forced): a conversation "
