@@ -152,8 +152,10 @@ class Command(BaseCommand):
         result = runs.merges_run(path=Path(options["path"]), split=options["split"], limit=options["conversations"],
                                  say=self.stderr.write)
         self.stderr.write(f"{result['merged_texts']} merged texts: {result['empty_merges']} empty, "
-                          f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs "
-                          f"({result['seconds']} s)")
+                          f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs, "
+                          f"{result['cross_session_joins']} cross-session joins, {result['orphaned_referents']} "
+                          f"orphaned referents, {result['content_free']} content-free, {result['statements_lost']} "
+                          f"statements lost ({result['seconds']} s)")
         for kind, samples in result["samples"].items():
             for sample in samples:
                 self.stderr.write(f"  {kind}: {sample}")
