@@ -62,12 +62,14 @@ def test_a_pronoun_whose_antecedent_sentence_was_dropped_is_orphaned():
     assert orphaned_referents([merged("Mel: What did the doctor say? They told me to walk more.", doctor)]) == []
 
 
-def test_a_first_person_opener_or_a_dropped_thanks_orphans_nothing():
+def test_a_first_person_opener_a_dropped_thanks_or_an_it_standing_for_a_clause_orphans_nothing():
     walk = source("Mel: What did the doctor say? I walk daily now.")
     thanks = source("Mel: Thanks a bunch! It helps me keep track of my ideas.")
+    clause = source("Mel: My town opened a shelter. It's important to help people find what they need.")
 
     assert orphaned_referents([merged("Mel: I walk daily now.", walk),
-                               merged("Mel: It helps me keep track of my ideas.", thanks)]) == []
+                               merged("Mel: It helps me keep track of my ideas.", thanks),
+                               merged("Mel: It's important to help people find what they need.", clause)]) == []
 
 
 def test_a_text_with_no_statement_and_no_verb_taking_a_thing_is_content_free():

@@ -9,7 +9,8 @@ punctuation or parenthesised date anchors ("yesterday (7 May 2023)" is "yesterda
   sentence of the one is about the same attribute as a kept sentence of the other (`Reader.same_attribute` of the
   default reader, with the sentences' vectors under the configured embedder);
 - `orphaned_referents`: kept sentences opening with a third-person pronoun (tag PRP, Person=3: "they", "it") or a
-  demonstrative (tag DT, PronType=Dem: "that", "this") whose preceding sentence in the same source was dropped
+  demonstrative (tag DT, PronType=Dem: "that", "this"), not standing for a clause that follows ("It's important
+  to help"), whose preceding sentence in the same source was dropped
   and names a thing the pronoun could stand for (a noun or name as a verb's argument: "What did the doctor say?"
   does, "Thanks a bunch!" and "Congrats, Gina!" do not);
 - `content_free`: active semantic memories with no statement (`statements.source_statements`) and no sentence
@@ -147,8 +148,16 @@ def opens_with_referent(doc: Any) -> bool:
     first = next((t for t in doc if not t.is_punct and t.pos_ != "INTJ"), None)
     if first is None:
         return False
-    return ((first.tag_ == "PRP" and "3" in first.morph.get("Person"))
-            or (first.tag_ == "DT" and "Dem" in first.morph.get("PronType")))
+    referent = ((first.tag_ == "PRP" and "3" in first.morph.get("Person"))
+                or (first.tag_ == "DT" and "Dem" in first.morph.get("PronType")))
+    return referent and not anticipates_clause(first)
+
+
+def anticipates_clause(pronoun: Any) -> bool:
+    """The "it" of "It's important to help people" / "It's true that …": the subject of "be" standing for the
+    clause that follows, not for anything said before."""
+    head = pronoun.head
+    return head.lemma_ == "be" and any(c.dep_ in ("xcomp", "ccomp", "csubj") for c in head.children)
 
 
 # --- content-free memories ---------------------------------------------------------------------------------
