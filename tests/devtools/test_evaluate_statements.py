@@ -36,6 +36,10 @@ def test_the_speakers_names_and_the_addressee_are_no_value():
         ("Thanks Jon, I opened my store in Paris.", frozenset({"paris"}))]
 
 
+def test_a_date_spelled_like_a_speakers_name_is_still_a_value():
+    assert statements_of("Maya: I moved in May.") == [("I moved in May.", frozenset({"may"}))]
+
+
 def merged(tenant, text: str, sources: list[uuid.UUID], *, now, source_type: str = "consolidated") -> Memory:
     """Arrange what a clustering run leaves behind (the run itself is tested in tests/consolidation): a semantic
     memory citing its sources, which leave the active store."""

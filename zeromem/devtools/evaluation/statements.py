@@ -92,7 +92,8 @@ def sentence_values(doc: Any, speakers: frozenset[str] = frozenset()) -> frozens
     spans += [doc[t.i:t.i + 1] for t in doc if t.i not in in_entity and is_value_token(t)]
     spans += frequencies(doc)
     values = {value for span in spans if not is_addressee(span)
-              for value in [normalised(span.text)] if _WORD.search(value) and not names_of({value}, speakers)}
+              for value in [normalised(span.text)]
+              if _WORD.search(value) and not (is_name(span) and names_of({value}, speakers))}
     return frozenset(v for v in values if not any(v != w and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", w)
                                                   for w in values))
 
@@ -144,6 +145,11 @@ def frequencies(doc: Any) -> list[Any]:
         elif t.head.dep_ == "npadvmod" and any(c.pos_ == "NUM" for c in t.head.children):
             found.append(doc[t.head.left_edge.i:t.head.right_edge.i + 1])
     return found
+
+
+def is_name(span: Any) -> bool:
+    """A name entity, or proper nouns the tagger put in none ("May" the month is no name: "may" of "Maya")."""
+    return span.label_ in NAME_ENTITIES or (not span.label_ and all(t.pos_ == "PROPN" for t in span))
 
 
 def is_addressee(span: Any) -> bool:
