@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.factories import DAY, ingest, memory_input
 from zeromem.devtools.evaluation import longmemeval
+from zeromem.devtools.evaluation.statements import lost
+from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
@@ -21,7 +24,7 @@ KEYS = {"questions", "memories", "current_above_stale_before", "current_above_st
         "current_only_at_10_before", "current_only_at_10_after", "ctx_current_no_stale_after",
         "ctx_newest_is_current_after", "stale_retired", "current_lost", "false_retirements",
         "supersedes_outside_evidence", "supersedes_outside_evidence_list", "flags", "seconds", "per_question",
-        "split", "items", "items_total"}
+        "split", "items", "items_total", "statements_lost", "samples"}
 
 
 def day(year: int, month: int, date: int, hour: int = 9) -> str:
@@ -99,6 +102,7 @@ def test_it_scores_the_answerable_questions_before_and_after_clustering(data):
 
     assert set(result) == KEYS
     assert (result["questions"], result["memories"], result["current_lost"]) == (2, TURNS, 0)
+    assert result["statements_lost"] == len(result["samples"]["statements_lost"]) == 0
     books, commute = result["per_question"]
     # Each user has six memories, all in the top 10: the book question sees its stale turn beside the current one.
     assert (books["current_only_at_10_before"], commute["current_only_at_10_before"]) == (False, True)
@@ -124,3 +128,24 @@ def test_a_missing_data_folder_stops_with_a_clear_message(tmp_path, data):
     with pytest.raises(CommandError, match=r"no s/\*\.json under"):
         call_command("evaluate", "longmemeval", "--data", str(data), "--variant", "s", stdout=io.StringIO(),
                      stderr=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_a_current_value_is_lost_when_its_statement_is_though_a_memory_still_cites_its_turn(tenant, now):
+    """A merge citing the current turn but dropping its sentence kept the turn and lost the value."""
+    [_, commute] = load_commute()
+    [turn] = ingest(tenant, [memory_input("Since the new bridge opened, my bike commute is down to 12 minutes. "
+                                          "I love the canal.", user="lme", created_at=now - DAY,
+                                          metadata={"turn": "bike-new:0"})], embed=False)
+    merged = Memory.objects.create(tenant=tenant, user_id="lme", memory_type=MemoryType.SEMANTIC, created_at=now,
+                                   content="I love the canal.", content_hash="merged",
+                                   metadata={"source_type": "consolidated"})
+    MemorySource.objects.create(memory=merged, source_id=turn, source_memory_id=turn, source_content_hash="turn")
+    assert not longmemeval.current_lost(tenant.id, "lme", commute, lost(tenant.id, "lme"))
+
+    Memory.objects.filter(id=turn).update(state=MemoryState.CONSOLIDATED)
+    assert longmemeval.current_lost(tenant.id, "lme", commute, lost(tenant.id, "lme"))
+
+
+def load_commute() -> list[longmemeval.Question]:
+    return [longmemeval.question_from({"question_type": "knowledge-update", **q}) for q in QUESTIONS[:2]]

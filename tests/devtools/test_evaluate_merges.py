@@ -44,4 +44,7 @@ def test_the_command_reports_each_figure_on_locomo():
     call_command("evaluate", "merges", "--conversations", "1", "--json", stdout=out, stderr=io.StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert result["merged_texts"] > 0 and {"empty_merges", "fragments", "paraphrase_pairs", "samples"} <= set(result)
+    written = ("cross_session_joins", "orphaned_referents", "content_free", "statements_lost")
+    assert all(isinstance(result[key], int) and len(result["samples"][key]) == min(result[key], 5) for key in written)
+    assert result["cross_session_joins_share"] == round(result["cross_session_joins"] / result["merged_texts"], 4)
     assert result["empty_merges"] == 0 and result["fragments"] == 0

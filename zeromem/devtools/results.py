@@ -61,14 +61,17 @@ TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
         "recall@10, and budget recall and answer hit within 2,000 characters.",
         ("questions", "active_ratio", "chars_ratio", "recall_at_10_before", "recall_at_10_after",
          "budget_recall_before", "budget_recall_after", "answer_hit_before", "answer_hit_after",
-         "evidence_archived_uninformative", "supersedes_per_1000_turns")),
+         "evidence_archived_uninformative", "supersedes_per_1000_turns", "statements_lost")),
     "evaluate longmemeval": (
         "Knowledge updates on real chat histories (LongMemEval): current evidence above stale, before and after "
         "clustering; stale claims retired; nothing current lost.",
         ("questions", "memories", "current_above_stale_before", "current_above_stale_after",
-         "current_only_at_10_after", "stale_retired", "current_lost", "false_retirements", "flags")),
-    "evaluate merges": ("What clustering writes on LoCoMo: empty merges, fragments, paraphrase pairs.",
-                        ("merged_texts", "empty_merges", "fragments", "paraphrase_pairs")),
+         "current_only_at_10_after", "stale_retired", "current_lost", "false_retirements", "flags",
+         "statements_lost")),
+    "evaluate merges": ("What clustering writes on LoCoMo: empty merges, fragments, paraphrase pairs, joins "
+                        "across sessions, orphaned referents, content-free memories, statements lost.",
+                        ("merged_texts", "empty_merges", "fragments", "paraphrase_pairs", "cross_session_joins",
+                         "orphaned_referents", "content_free", "statements_lost")),
     "evaluate opsignals": ("Monitoring events of four incident windows through clustering: every flag and "
                            "supersede is a defect.", ("memories", "flags", "supersedes", "active_after")),
     "evaluate profiles": (

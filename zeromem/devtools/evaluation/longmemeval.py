@@ -7,7 +7,10 @@ and, transitively, its sources' turns (as in retrieval.coverage()). Per question
 holds the STALE evidence turns and the newer one the CURRENT ones (`has_answer: true` turns).
 - retired: archived with archive_reason "supersede" (a whole turn, or a claim citing one);
 - holds current: covers a current evidence turn and is not retired;
-- holds stale: covers a stale evidence turn, unless a retired memory covers one (the stale claim is retired).
+- holds stale: covers a stale evidence turn, unless a retired memory covers one (the stale claim is retired);
+- current lost: a statement of a current evidence turn (a sentence carrying a value, statements.py) that no
+  active memory states any more and no supersede explains; `statements_lost`: every such statement of every
+  turn, with a few under samples.
 """
 
 from __future__ import annotations
@@ -26,15 +29,17 @@ from zeromem.core import services
 from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import retrieval
+from zeromem.devtools.evaluation.statements import Statement, lost
 from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
-from zeromem.models import Memory, MemoryRelation, MemoryState, RelationType
+from zeromem.models import Memory, MemoryRelation, MemoryType, RelationType
 
 DEFAULT_PATH = Path(__file__).resolve().parents[4] / "shared" / "eval" / "longmemeval"
 VARIANTS = ("oracle", "s")
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 TURN_STEP = timedelta(seconds=10)
 POOL = 50
+SAMPLES = 5
 TOP = 10
 BUDGET_CHARS = 2000
 NAMESPACE = services.MemoryInput.namespace  # the namespace ingestion stores when none is given ("global")
@@ -215,10 +220,11 @@ def context_memories(tenant_id: int, user_id: str, query: str) -> list[Memory]:
     return [hit.memory for hit in context.hits]
 
 
-def active_turns(tenant_id: int, user_id: str, covers: Mapping[uuid.UUID, frozenset[str]]) -> frozenset[str]:
-    ids = (Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, state=MemoryState.RAW)
-           .values_list("id", flat=True))
-    return frozenset().union(*(covers.get(i, frozenset()) for i in ids))
+def current_lost(tenant_id: int, user_id: str, question: Question, gone: list[Statement]) -> bool:
+    """Is a statement of a current evidence turn among the lost ones?"""
+    current = set(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, memory_type=MemoryType.EPISODIC,
+                                        metadata__turn__in=sorted(question.current)).values_list("id", flat=True))
+    return any(s.memory_id in current for s in gone)
 
 
 def flags(tenant_id: int, user_id: str | None = None) -> int:
@@ -243,8 +249,9 @@ def measure_before(tenant_id: int, user_id: str, question: Question,
 
 
 def measure_after(tenant_id: int, user_id: str, question: Question, covers: Mapping[uuid.UUID, frozenset[str]],
-                  before: Before, memories: int) -> tuple[QuestionResult, list[Retired]]:
-    """1. the retired memories and what they cover; 2. search and context through the product; 3. the figures."""
+                  before: Before, memories: int, gone: list[Statement]) -> tuple[QuestionResult, list[Retired]]:
+    """1. the retired memories and what they cover; 2. search and context through the product; 3. the figures
+    (`gone`: the user's lost statements)."""
     retired = superseded_memories(tenant_id=tenant_id, user_id=user_id)
     retired_turns = frozenset().union(*(covers.get(m.id, frozenset()) for m in retired))
     stale_retired = bool(retired_turns & question.stale)
@@ -262,7 +269,7 @@ def measure_after(tenant_id: int, user_id: str, question: Question, covers: Mapp
         ctx_current_no_stale_after=current_only(context, holders),
         ctx_newest_is_current_after=newest_is_current(context, holders),
         stale_retired=stale_retired if has_stale else None,
-        current_lost=not question.current <= active_turns(tenant_id, user_id, covers),
+        current_lost=current_lost(tenant_id, user_id, question, gone),
         false_retirement=bool(retired_turns & question.current),
         supersedes_outside_evidence=len(outside), flags=flags(tenant_id, user_id))
     return result, outside
@@ -290,13 +297,18 @@ def evaluate_longmemeval(*, questions: list[Question], cluster: Callable[[int, s
     covers = coverage(tenant.id)
     results: list[QuestionResult] = []
     outside: list[Retired] = []
+    gone: list[Statement] = []
     for user_id, question in users.items():
-        result, retired = measure_after(tenant.id, user_id, question, covers, before[user_id], counts[user_id])
+        lost_here = lost(tenant.id, user_id)
+        result, retired = measure_after(tenant.id, user_id, question, covers, before[user_id], counts[user_id],
+                                        lost_here)
         results.append(result)
         outside += retired
+        gone += lost_here
         progress("search after", 1, len(users))
         report(result.line())
-    return figures(results, outside, flags(tenant.id), started)
+    return {**figures(results, outside, flags(tenant.id), started), "statements_lost": len(gone),
+            "samples": {"statements_lost": [s.text for s in gone[:SAMPLES]]}}
 
 
 def share(values: list[bool | None]) -> float | None:

@@ -6,7 +6,10 @@ merge code's own decisions (ARCHITECTURE.md, "Quality"):
   list of greetings and reactions are set aside;
 - `fragments`: unbalanced quotes or brackets, a text cut short ("…"), or a text that is one lone exclamation;
 - `paraphrase_pairs`: pairs of sentences in one merged text with cosine ≥ 0.92 under the configured embedder and
-  the same numbers and capitalised names.
+  the same numbers and capitalised names;
+- `cross_session_joins`, `orphaned_referents` (kept sentences), `content_free` (active semantic memories): see
+  written.py; `cross_session_joins_share` and `orphaned_referents_share` are per merged text;
+- `statements_lost`: source statements no active memory states any more and no supersede explains (statements.py).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import numpy as np
 from zeromem.core import services
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.text import drop_speaker, sentences, word_set
-from zeromem.devtools.evaluation import locomo
+from zeromem.devtools.evaluation import locomo, written
 from zeromem.devtools.evaluation.retrieval import turn_items
+from zeromem.devtools.evaluation.statements import lost
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
+from zeromem.language.readers import reader
 from zeromem.language.rules_tables.text import STOP_WORDS
 from zeromem.models import Memory, MemoryType
 
@@ -52,13 +57,25 @@ class Findings:
     empty: list[str] = field(default_factory=list)
     fragments: list[str] = field(default_factory=list)
     paraphrases: list[tuple[str, str]] = field(default_factory=list)
+    cross_session_joins: list[str] = field(default_factory=list)
+    orphaned_referents: list[str] = field(default_factory=list)
+    content_free: list[str] = field(default_factory=list)
+    statements_lost: list[str] = field(default_factory=list)
+
+    def share(self, found: list[Any]) -> float:
+        return round(len(found) / self.merged_texts, 4) if self.merged_texts else 0.0
 
     def figures(self, seconds: float) -> dict[str, Any]:
-        share = round(len(self.paraphrases) / self.merged_texts, 4) if self.merged_texts else 0.0
+        written = {"cross_session_joins": self.cross_session_joins, "orphaned_referents": self.orphaned_referents,
+                   "content_free": self.content_free, "statements_lost": self.statements_lost}
         return {"merged_texts": self.merged_texts, "empty_merges": len(self.empty), "fragments": len(self.fragments),
-                "paraphrase_pairs": len(self.paraphrases), "paraphrase_pairs_share": share,
+                "paraphrase_pairs": len(self.paraphrases), "paraphrase_pairs_share": self.share(self.paraphrases),
+                **{key: len(found) for key, found in written.items()},
+                "cross_session_joins_share": self.share(self.cross_session_joins),
+                "orphaned_referents_share": self.share(self.orphaned_referents),
                 "samples": {"empty_merges": self.empty[:SAMPLES], "fragments": self.fragments[:SAMPLES],
-                            "paraphrase_pairs": [list(p) for p in self.paraphrases[:SAMPLES]]},
+                            "paraphrase_pairs": [list(p) for p in self.paraphrases[:SAMPLES]],
+                            **{key: found[:SAMPLES] for key, found in written.items()}},
                 "seconds": round(seconds, 1)}
 
 
@@ -110,7 +127,18 @@ def judge_merges(tenant_id: int) -> Findings:
         if is_fragment(text):
             findings.fragments.append(text)
         findings.paraphrases += paraphrase_pairs(text)
+    for user_id in written.users_of(tenant_id):
+        judge_written(findings, tenant_id, user_id)
     return findings
+
+
+def judge_written(findings: Findings, tenant_id: int, user_id: str) -> None:
+    """The issue 34 figures of one user's store (written.py, statements.py)."""
+    merged = written.merged_texts(tenant_id, user_id)
+    findings.cross_session_joins += written.cross_session_joins(merged, reader("default"), embed_texts)
+    findings.orphaned_referents += written.orphaned_referents(merged)
+    findings.content_free += written.content_free(written.active_semantic(tenant_id, user_id))
+    findings.statements_lost += [s.text for s in lost(tenant_id, user_id)]
 
 
 def evaluate_merges(*, conversations: list[locomo.Conversation], cluster: Callable[[int, str], Any],

@@ -11,7 +11,9 @@ Measures, per question of categories 1–4 with resolvable evidence:
 - text-based budget recall: as budget recall, but an evidence turn counts only when a memory in the budget cites
   it *and* its text keeps at least half of that turn's content words (a memory gets no credit for a turn it
   cites but no longer says);
-- evidence_archived_uninformative: evidence turns the run archived as small talk (must stay rare).
+- evidence_archived_uninformative: evidence turns the run archived as small talk (must stay rare);
+- statements_lost: source statements (sentences carrying a value) no active memory states any more and no
+  supersede explains (statements.py), with a few under samples.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from zeromem.core.domain.recall import budget_recall, content_words, within_budg
 from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
+from zeromem.devtools.evaluation.statements import lost
 from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemorySource, Tenant
@@ -40,6 +43,7 @@ POOL = 50
 KS = (5, 10, 25)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SUPERSEDES_LISTED = 50
+SAMPLES = 5
 
 
 def answer_hit(answer: str, text: str) -> bool:
@@ -162,7 +166,12 @@ def evaluate_locomo(*, conversations: list[locomo.Conversation], cluster: Callab
     result = _figures(tenant, before, after, (active_before, chars_before, active_after, chars_after), started)
     during = query_cache_stats().since(queries)
     return {**result, **archived_evidence(tenant.id, users), **supersedes(tenant.id, turns),
-            "query_embeddings": during.misses, "query_cache_hits": during.hits}
+            **statements_lost(tenant.id), "query_embeddings": during.misses, "query_cache_hits": during.hits}
+
+
+def statements_lost(tenant_id: int) -> dict[str, Any]:
+    gone = lost(tenant_id)
+    return {"statements_lost": len(gone), "samples": {"statements_lost": [s.text for s in gone[:SAMPLES]]}}
 
 
 def supersedes(tenant_id: int, turns: int) -> dict[str, Any]:

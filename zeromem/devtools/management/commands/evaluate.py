@@ -115,7 +115,7 @@ class Command(BaseCommand):
         figures = ", ".join(f"{key} {result[key]}" for key in (
             "current_above_stale_before", "current_above_stale_after", "current_only_at_10_before",
             "current_only_at_10_after", "ctx_current_no_stale_after", "ctx_newest_is_current_after", "stale_retired",
-            "current_lost", "false_retirements", "supersedes_outside_evidence", "flags"))
+            "current_lost", "false_retirements", "supersedes_outside_evidence", "flags", "statements_lost"))
         with_stale = sum(q["has_stale"] for q in result["per_question"])
         write(f"{result['questions']} questions ({options['variant']}; {with_stale} with a stale turn), "
               f"{result['memories']} memories: {figures}; {result['seconds']} s")
@@ -152,8 +152,10 @@ class Command(BaseCommand):
         result = runs.merges_run(path=Path(options["path"]), split=options["split"], limit=options["conversations"],
                                  say=self.stderr.write)
         self.stderr.write(f"{result['merged_texts']} merged texts: {result['empty_merges']} empty, "
-                          f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs "
-                          f"({result['seconds']} s)")
+                          f"{result['fragments']} fragments, {result['paraphrase_pairs']} paraphrase pairs, "
+                          f"{result['cross_session_joins']} cross-session joins, {result['orphaned_referents']} "
+                          f"orphaned referents, {result['content_free']} content-free, {result['statements_lost']} "
+                          f"statements lost ({result['seconds']} s)")
         for kind, samples in result["samples"].items():
             for sample in samples:
                 self.stderr.write(f"  {kind}: {sample}")
@@ -234,6 +236,8 @@ class Command(BaseCommand):
               f"{result['evidence_archived_uninformative']} of {result['evidence_turns']} evidence turns archived "
               f"as small talk; {result['query_embeddings']} queries embedded, {result['query_cache_hits']} from the "
               f"query cache")
+        write(f"{result['statements_lost']} statements lost" + "".join(
+            f"\n  statements_lost: {sample}" for sample in result["samples"]["statements_lost"]))
         for pair in result["supersedes_list"]:
             write(f"superseded: {pair['user_id']}: {pair['older']!r} → {pair['newer']!r}")
         write(f"{result['supersedes']} supersedes ({result['supersedes_per_1000_turns']} per 1000 turns)")
