@@ -49,6 +49,7 @@ from zeromem.language.rules_tables.merging import (
     VOCATIVE,
 )
 from zeromem.language.reference import leans_on
+from zeromem.language.values import normalised, values_of
 from zeromem.language.rules_tables.text import STOP_WORDS
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
@@ -121,9 +122,16 @@ def is_uninformative(text: str, common_names: frozenset[str] = frozenset()) -> b
 
 def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
     """`is_uninformative`, or small talk around questions that carry no value ("Wow! What did you paint?"): the
-    answer after it says what matters, and a question is no knowledge."""
+    answer after it says what matters, and a question is no knowledge. Never a text with a statement in it: a
+    sentence, no question, that carries a value by the parse ("Saturday works for me!")."""
     parts = sentences(split_speaker(text)[1])
-    return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts)
+    said = [part for part in parts if not _QUESTION.search(part)]
+    return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts) \
+        and not any(values_of(said, _names(split_speaker(text)[0])))
+
+
+def _names(speaker: str) -> frozenset[str]:
+    return frozenset({normalised(speaker)} if speaker else ())
 
 
 def _small_talk(sentence: str, common_names: frozenset[str], *, questions: bool = False) -> bool:
@@ -257,14 +265,19 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
     extraction above all) is most of the plan's time; bounded, so a worker's memory stays flat."""
     speaker, body = split_speaker(member.text)
     return tuple((speaker, anchored, _content(anchored), concrete_values(anchored))
-                 for text in _informative(sentences(body), common_names)
+                 for text in _informative(sentences(body), common_names, speaker)
                  for anchored in [anchor_dates(text, member.on)])
 
 
-def _informative(parts: Sequence[str], common_names: frozenset[str]) -> list[str]:
-    """The sentences that are not low-signal, and a low-signal one the next kept sentence leans on ("Did your
-    doctor say anything? They gave me tips.": without the question, "they" points at nothing)."""
+def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: str = "") -> list[str]:
+    """The sentences that are not low-signal, a statement that looks like small talk ("Saturday works for me!":
+    it carries a value by the parse), and a low-signal one the next kept sentence leans on ("Did your doctor say
+    anything? They gave me tips.": without the question, "they" points at nothing)."""
     keep = [not is_low_signal(text, common_names) for text in parts]
+    unsure = [i for i, kept in enumerate(keep) if not kept and not _QUESTION.search(parts[i])]
+    # Only the speaker's name is no value here: `common_names` also holds words the store writes in lower case.
+    for i, found in zip(unsure, values_of([parts[i] for i in unsure], _names(speaker)), strict=True):
+        keep[i] = bool(found)
     for i in range(1, len(parts)):
         if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
             keep[i - 1] = True
@@ -281,6 +294,28 @@ def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless
     contained = candidate.words <= kept.words and _negated(candidate.text) == _negated(kept.text)
     return ((overlap >= threshold or contained) and candidate.values <= kept.values
             and not (lossless and candidate.words - kept.words))
+
+
+# A statement (a sentence with a value) is said by another that writes its values and this share of its words.
+STATED_SHARE = 0.8
+
+
+def _statement_kept(candidate: _Sentence, kept: _Sentence) -> bool:
+    """Whether dropping `candidate` for `kept` loses no statement: it carries no value by the parse, or `kept`
+    writes every one of its values and most of its words ("Garlic is my go-to ingredient." is not said by "Cooking
+    is my go-to.", nor a caption of two dogs in the grass by one of two dogs in a field)."""
+    values = _parsed_values(candidate.text)
+    if not values:
+        return True
+    text = normalised(kept.text)
+    return all(re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) for value in values) \
+        and len(candidate.words & kept.words) >= STATED_SHARE * len(candidate.words)
+
+
+@lru_cache(maxsize=8192)
+def _parsed_values(sentence: str) -> frozenset[str]:
+    """Parsed only for a sentence about to be dropped as said: few of a run's sentences."""
+    return values_of([sentence])[0]
 
 
 def _negated(text: str) -> bool:
@@ -336,8 +371,9 @@ def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning:
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
     kept: list[_Sentence] = list(said)
     for sentence in ranked:
-        if not any(_redundant(sentence, other, threshold, lossless)
-                   or (not lossless and _paraphrase(sentence, other, meaning)) for other in kept):
+        if not any((_redundant(sentence, other, threshold, lossless)
+                    or (not lossless and _paraphrase(sentence, other, meaning)))
+                   and _statement_kept(sentence, other) for other in kept):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
@@ -401,8 +437,12 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     chunks = [c for c in chunks if c not in thin]
     if not chunks:
         return []
-    chunks[0].members += [m for c in thin for m in c.members]
-    cited = {m for chunk in chunks for m in chunk.members}
+    # A thin text that states something ("Sounds like Buddy is your sidekick.") is not written, and its members are
+    # not cited either: they stay as they were said rather than lose the statement.
+    stating = {m for c in thin if any(_parsed_values(s) for s in sentences(split_speaker(c.text)[1]))
+               for m in c.members}
+    chunks[0].members += [m for c in thin for m in c.members if m not in stating]
+    cited = {m for chunk in chunks for m in chunk.members} | stating
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
 

@@ -207,14 +207,23 @@ def minilm(text):
 
 
 def test_a_paraphrase_collapses_into_the_more_complete_sentence():
-    members = [Member("Maya: I started learning to play the guitar this spring.", MAY_8),
-               Member("Maya: This spring I began taking guitar lessons.", MAY_8),
+    members = [Member("Maya: I started learning to play the guitar with a teacher.", MAY_8),
+               Member("Maya: I began taking guitar lessons.", MAY_8),
                Member("Maya: We paged the on-call engineer.", MAY_8)]
     assert "began taking guitar lessons" in merged_text(members)  # word overlap alone keeps both
     text = by_meaning(members, minilm)
-    assert "I started learning to play the guitar this spring." in text
+    assert "I started learning to play the guitar with a teacher." in text
     assert "began taking guitar lessons" not in text
     assert "We paged the on-call engineer." in text
+
+
+def test_a_paraphrase_carrying_a_value_in_other_words_is_a_statement_of_its_own():
+    """"This spring" is a value: the sentence is a statement, and one that says it in other words does not write
+    it (a merge never loses a statement on a judgement of meaning)."""
+    members = [Member("Maya: I started learning to play the guitar this spring.", MAY_8),
+               Member("Maya: This spring I began taking guitar lessons.", MAY_8)]
+    text = by_meaning(members, minilm)
+    assert "I started learning to play the guitar this spring." in text and "began taking guitar lessons" in text
 
 
 def test_statements_giving_different_values_for_one_attribute_never_collapse():
@@ -360,3 +369,27 @@ def test_a_member_whose_words_were_all_dropped_is_cited_but_does_not_voice_the_t
                Member("Mel: I adopted a beagle named Max in 2021.", date(2023, 5, 1))]
     [chunk] = merge_cluster(members, limit=350)
     assert sorted(chunk.members) == [0, 1, 2] and chunk.voiced == [0]
+
+
+def test_a_statement_that_looks_like_small_talk_is_kept_and_never_archived():
+    """"Saturday works for me!" opens like a reaction, yet carries a value by the parse."""
+    members = [Member("Audrey: Saturday works for me! Thanks!", MAY_8),
+               Member("Audrey: I will bring snacks for the dog park meetup with my four dogs.", MAY_8)]
+    assert "Saturday works for me!" in merge_cluster(members, limit=350)[0].text
+    assert not is_chatter("Audrey: Saturday works for me! Thanks!")
+    assert is_chatter("Audrey: Thanks! See you!")
+
+
+def test_a_sentence_with_a_value_is_not_dropped_for_one_that_lacks_it():
+    members = [Member("Audrey: Cooking is definitely calming, it is my go-to way to relax.", MAY_8),
+               Member("Audrey: Garlic is my go-to ingredient.", MAY_8)]
+    assert "Garlic is my go-to ingredient." in merge_cluster(members, limit=350, redundancy=0.2)[0].text
+
+
+def test_members_of_a_thin_text_that_states_something_stay_out_of_the_merge():
+    members = [Member("Mel: We hiked the ridge trail above the lake for six hours in the rain. The summit view over "
+                      "the valley and the glacier was unreal. We camped by the river and cooked noodles on the stove. "
+                      "On the way down my boots fell apart and I walked the last mile in socks.", MAY_8),
+               Member("Mel: Buddy is my sidekick.", MAY_8)]
+    chunks = merge_cluster(members, limit=280)
+    assert all(1 not in chunk.members for chunk in chunks) and all("Buddy" not in c.text for c in chunks)
