@@ -297,18 +297,18 @@ def evaluate_longmemeval(*, questions: list[Question], cluster: Callable[[int, s
     covers = coverage(tenant.id)
     results: list[QuestionResult] = []
     outside: list[Retired] = []
-    gone: list[Statement] = []
+    gone: list[str] = []
     for user_id, question in users.items():
         lost_here = lost(tenant.id, user_id)
         result, retired = measure_after(tenant.id, user_id, question, covers, before[user_id], counts[user_id],
                                         lost_here)
         results.append(result)
         outside += retired
-        gone += lost_here
+        gone += [f"{question.question_id}: {s.text}" for s in lost_here]
         progress("search after", 1, len(users))
         report(result.line())
     return {**figures(results, outside, flags(tenant.id), started), "statements_lost": len(gone),
-            "samples": {"statements_lost": [s.text for s in gone[:SAMPLES]]}}
+            "samples": {"statements_lost": gone[:SAMPLES]}}
 
 
 def share(values: list[bool | None]) -> float | None:
