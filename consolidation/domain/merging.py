@@ -37,6 +37,7 @@ from zeromem.core.domain.text import (
 )
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
+from zeromem.language.reference import leans_on
 from zeromem.language.rules_tables.merging import (
     AGO,
     FAREWELL,
@@ -48,9 +49,8 @@ from zeromem.language.rules_tables.merging import (
     THIN_WORDS,
     VOCATIVE,
 )
-from zeromem.language.reference import leans_on
-from zeromem.language.values import normalised, values_of
 from zeromem.language.rules_tables.text import STOP_WORDS
+from zeromem.language.values import normalised, values_of
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 

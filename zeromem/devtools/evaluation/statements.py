@@ -1,7 +1,8 @@
 """Statements, and the ones consolidation lost: the measure behind `statements_lost` and `current_lost`
 (`evaluate locomo`, `evaluate longmemeval`, `evaluate merges`).
 
-- A **statement** is one sentence of a source (episodic) memory carrying a value by spaCy's parse: an entity of a
+- A **statement** is one sentence of a source (episodic) memory carrying a value by spaCy's parse
+  (`zeromem.language.values`, by which clustering keeps sentences; this module checks the outcome): an entity of a
   value type (`VALUE_ENTITIES`: a number, a name, a date, a time, an amount, a place…), a NUM token, a capitalised
   PROPN token that does not open the sentence (the tagger calls any capitalised opener a name), or a frequency (a
   noun-phrase adverbial of a verb, with a determiner and a count: "twice a week", "three times a week"; "every
@@ -35,15 +36,11 @@ from typing import Any
 from zeromem.core.domain.text import drop_speaker, sentences, split_speaker
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.language.pipeline import nlp
+from zeromem.language.values import BATCH, names_of, normalised, sentence_values
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
-VALUE_ENTITIES = frozenset({"CARDINAL", "DATE", "TIME", "MONEY", "QUANTITY", "PERCENT", "ORDINAL", "PERSON", "GPE",
-                            "LOC", "ORG", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "NORP"})
-NAME_ENTITIES = frozenset({"PERSON", "GPE", "LOC", "ORG", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "NORP"})
 STATED_SHARE = 0.8  # tuned on the dev split (module docstring)
-BATCH = 256
 _WORD = re.compile(r"\w+")
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})
 
 
 @dataclass(frozen=True)
@@ -54,10 +51,6 @@ class Statement:
     text: str
     values: frozenset[str]
     words: frozenset[str]  # its content lemmas, lower-cased
-
-
-def normalised(text: str) -> str:
-    return " ".join(text.translate(_APOSTROPHES).lower().split())
 
 
 # --- statements of source texts ----------------------------------------------------------------------------
@@ -82,85 +75,6 @@ def source_statements(texts: Mapping[uuid.UUID, str]) -> list[Statement]:
             found.append(Statement(memory_id=memory_id, text=sentence, values=values,
                                    words=content_lemmas(doc) - names_of(values, names)))
     return found
-
-
-def sentence_values(doc: Any, speakers: frozenset[str] = frozenset()) -> frozenset[str]:
-    """The values a parsed sentence carries (module docstring), less the speakers' names and the addressee; a value
-    inside a longer one ("sunday" in "every sunday") is that one."""
-    spans = [e for e in doc.ents if e.label_ in VALUE_ENTITIES and is_value_entity(e)]
-    in_entity = {t.i for e in spans for t in e}
-    spans += [doc[t.i:t.i + 1] for t in doc if t.i not in in_entity and is_value_token(t)]
-    spans += frequencies(doc)
-    values = {value for span in spans if not is_addressee(span)
-              for value in [normalised(span.text)]
-              if _WORD.search(value) and not (is_name(span) and names_of({value}, speakers))}
-    return frozenset(v for v in values if not any(v != w and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", w)
-                                                  for w in values))
-
-
-def is_value_entity(entity: Any) -> bool:
-    """Not a name the tagger made of a capitalised exclamation ("Woohoo!", "Congrats, Gina!") or a lower-case word
-    ("see ya"), nor a spelled number standing for a thing (`counts`): a name is capitalised, and a one-word name
-    opening the sentence is its subject or object, not the sentence's head standing alone."""
-    if entity.label_ == "CARDINAL":
-        return counts(entity.root)
-    if entity.label_ not in NAME_ENTITIES:
-        return True
-    if not any(t.text[:1].isupper() for t in entity):
-        return False
-    opener = entity.start == 0 and len(entity) == 1
-    after = entity.doc[1] if len(entity.doc) > 1 else None
-    return not (opener and (entity.root.dep_ in ("ROOT", "intj") or after is None or after.is_punct))
-
-
-def names_of(values: Iterable[str], speakers: frozenset[str]) -> frozenset[str]:
-    """The values naming a speaker: the name, or a short form of its first word ("mel" of "melanie")."""
-    firsts = {name.split()[0] for name in speakers if name}
-    return frozenset(v for v in values if v in speakers or (len(v) >= 3 and " " not in v
-                                                            and any(f.startswith(v) for f in firsts)))
-
-
-def is_value_token(token: Any) -> bool:
-    if token.pos_ == "NUM":
-        return counts(token)
-    return token.pos_ == "PROPN" and token.i > 0 and token.text[:1].isupper()
-
-
-def counts(token: Any) -> bool:
-    """A number counting something: written in digits, or a spelled number modifying a noun ("three dogs", "two of
-    my kids"), not a spelled one standing for a thing ("nice one")."""
-    return (any(c.isdigit() for c in token.text) or token.dep_ in ("nummod", "quantmod")
-            or any(c.dep_ == "prep" for c in token.children))
-
-
-def frequencies(doc: Any) -> list[Any]:
-    """How often, by the parse: a noun-phrase adverbial with a determiner and a count, an adverb ("twice a week",
-    "once a month") or a counted noun it modifies ("three times a week"). "A lot" and "all the way" count nothing."""
-    found = []
-    for t in doc:
-        if t.dep_ != "npadvmod" or t.pos_ not in ("NOUN", "PROPN") or not any(c.dep_ == "det" for c in t.children):
-            continue
-        if any(c.pos_ == "ADV" for c in t.children):
-            found.append(doc[t.left_edge.i:t.right_edge.i + 1])
-        elif t.head.dep_ == "npadvmod" and any(c.pos_ == "NUM" for c in t.head.children):
-            found.append(doc[t.head.left_edge.i:t.head.right_edge.i + 1])
-    return found
-
-
-def is_name(span: Any) -> bool:
-    """A name entity, or proper nouns the tagger put in none ("May" the month is no name: "may" of "Maya")."""
-    return span.label_ in NAME_ENTITIES or (not span.label_ and all(t.pos_ == "PROPN" for t in span))
-
-
-def is_addressee(span: Any) -> bool:
-    """A name said to someone: alone between punctuation, an interjection or the ends of the sentence."""
-    if span.label_ != "PERSON" and not (not span.label_ and all(t.pos_ == "PROPN" for t in span)):
-        return False
-    doc = span.doc
-    before = doc[span.start - 1] if span.start > 0 else None
-    after = doc[span.end] if span.end < len(doc) else None
-    return ((before is None or before.is_punct or before.pos_ == "INTJ")
-            and (after is None or after.is_punct))
 
 
 def content_lemmas(doc: Any) -> frozenset[str]:

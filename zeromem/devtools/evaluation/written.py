@@ -31,9 +31,10 @@ from itertools import combinations, product
 from typing import Any
 
 from zeromem.core.domain.text import drop_speaker, sentences
-from zeromem.devtools.evaluation.statements import BATCH, said_sentences, source_statements
+from zeromem.devtools.evaluation.statements import said_sentences, source_statements
 from zeromem.language import Said
 from zeromem.language.pipeline import nlp
+from zeromem.language.values import BATCH
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 SESSION_GAP = timedelta(days=1)
