@@ -12,14 +12,15 @@ The counts land on the run (`omission_checked`, `omissions`; `result.omissions` 
 was lost, by id: never the sentence, which is user content and would outlive an erasure). A run that lost more than
 `omissions.max_share` of its sample is `held`: its changes stay written, and wait in the review queue for an
 operator to release the run or reject it whole (`consolidation.corrections.review`). Superseded statements leave
-search on purpose and are not sampled. Cost: a parse of at most READ_FACTOR × sample memories, one search per
-statement, one query for the texts of every hit.
+search on purpose and are not sampled. Cost: a parse of at most READ_FACTOR × sample sentences (one drawn from each
+memory drawn), one search per statement, one query for the texts of every hit.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,31 +84,29 @@ def run_sources(run_id: uuid.UUID) -> list[uuid.UUID]:
 
 
 def statements_sampled(*, seed: str, sources: Sequence[tuple[uuid.UUID, str]], sample: int) -> list[Statement]:
-    """Up to `sample` statements, one per source memory, the memories and their sentences drawn at random (the
-    same draw for the same `seed`, so a retried run checks the same statements); at most READ_FACTOR × `sample`
-    memories are parsed, `sample` at a time."""
+    """Up to `sample` statements, one per source memory: memories drawn at random, one sentence of each drawn at
+    random, kept when it states a value (the same draw for the same `seed`, so a retried run checks the same
+    statements). The drawn sentences are parsed `sample` at a time, at most READ_FACTOR × `sample` of them."""
     draw = random.Random(seed)
-    pool = sorted(sources, key=lambda s: str(s[0]))
-    draw.shuffle(pool)
-    pool = pool[:READ_FACTOR * sample]
+    drawn = [(memory_id, draw.choice(said)) for memory_id, content in sources
+             if (said := sentences(split_speaker(content)[1]))][:READ_FACTOR * sample]
     found: list[Statement] = []
-    for start in range(0, len(pool), max(sample, 1)):
+    for start in range(0, len(drawn), max(sample, 1)):
         if len(found) >= sample:
             break
-        found += _statements_of(pool[start:start + sample], draw)
+        batch = drawn[start:start + sample]
+        found += [Statement(memory_id, sentence, written) for (memory_id, sentence), written
+                  in zip(batch, stated_values([sentence for _, sentence in batch]), strict=True) if written]
     return found[:sample]
 
 
-def _statements_of(memories: Sequence[tuple[uuid.UUID, str]], draw: random.Random) -> list[Statement]:
-    """One statement of each memory that states something (one parse for all their sentences)."""
-    said = [(memory_id, sentence) for memory_id, content in memories
-            for sentence in sentences(split_speaker(content)[1])]
-    values = stated_values([sentence for _, sentence in said])
-    by_memory: dict[uuid.UUID, list[Statement]] = {}
-    for (memory_id, sentence), written in zip(said, values, strict=True):
-        if written:
-            by_memory.setdefault(memory_id, []).append(Statement(memory_id, sentence, written))
-    return [draw.choice(statements) for statements in by_memory.values()]
+def sources_drawn(*, seed: str, memory_ids: Sequence[uuid.UUID], sample: int) -> list[tuple[uuid.UUID, str]]:
+    """(id, content) of at most READ_FACTOR × `sample` of the memories, drawn at random in a stable order."""
+    pool = sorted(memory_ids, key=str)
+    random.Random(seed).shuffle(pool)
+    pool = pool[:READ_FACTOR * sample]
+    contents = dict(Memory.objects.filter(id__in=pool).values_list("id", "content"))
+    return [(memory_id, contents[memory_id]) for memory_id in pool if memory_id in contents]
 
 
 def statements_found(*, tenant_id: int, user_id: str, statements: Sequence[Statement],
@@ -134,9 +133,8 @@ def omission_check(*, run: ConsolidationRun, policy: OmissionPolicy, search: Sea
     nothing that states a value."""
     if run.kind != RunKind.CLUSTERING or not policy.enabled or not policy.sample:
         return None
-    sources = run_sources(run.id)
-    contents = list(Memory.objects.filter(id__in=sources).values_list("id", "content"))
-    statements = statements_sampled(seed=str(run.id), sources=contents, sample=policy.sample)
+    sources = sources_drawn(seed=str(run.id), memory_ids=run_sources(run.id), sample=policy.sample)
+    statements = statements_sampled(seed=str(run.id), sources=sources, sample=policy.sample)
     if not statements:
         return None
     found = statements_found(tenant_id=run.tenant_id, user_id=run.user_id, statements=statements, search=search)
@@ -147,6 +145,7 @@ def omission_check(*, run: ConsolidationRun, policy: OmissionPolicy, search: Sea
 def omissions_record(*, run: ConsolidationRun, worker: str, policy: Policy) -> Omissions | None:
     """Check the run and keep the figures on it; a run that lost more than the tenant allows is held for review
     (only by the run's holder: a worker that lost the run marks nothing)."""
+    started = time.perf_counter()
     omissions = omission_check(run=run, policy=policy.omissions, search=policy.search)
     if omissions is None:
         return None
@@ -154,5 +153,6 @@ def omissions_record(*, run: ConsolidationRun, worker: str, policy: Policy) -> O
         run_fence(run_id=run.id, worker=worker)
         ConsolidationRun.objects.filter(pk=run.id).update(omission_checked=omissions.checked,
                                                           omissions=len(omissions.missing), held=omissions.held)
-        run_progress(run_id=run.id, omissions=omissions.as_json())
+        run_progress(run_id=run.id, omissions={**omissions.as_json(),
+                                               "seconds": round(time.perf_counter() - started, 3)})
     return omissions

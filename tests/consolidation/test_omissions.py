@@ -137,14 +137,16 @@ def test_a_value_is_found_whole_case_and_spacing_aside():
 def test_statements_are_sentences_with_a_value_one_per_memory_the_same_for_the_same_seed():
     import uuid
 
-    sources = [(uuid.uuid4(), "Alice: Thanks, see you soon! I moved to Lisbon in March 2021."),
+    sources = [(uuid.uuid4(), "Alice: I moved to Lisbon in March 2021."),
                (uuid.uuid4(), "Bob: That's lovely to hear!"),
-               (uuid.uuid4(), "Alice: My rent is 1,400 euros. We have 2 cats.")]
-    sampled = statements_sampled(seed="run-1", sources=sources, sample=5)
-    assert {s.source for s in sampled} == {sources[0][0], sources[2][0]}
-    assert all(s.values for s in sampled) and not any(s.text.startswith("Thanks") for s in sampled)
-    assert sampled == statements_sampled(seed="run-1", sources=sources, sample=5)
-    assert len(statements_sampled(seed="run-1", sources=sources, sample=1)) == 1
+               (uuid.uuid4(), "Alice: Thanks! My rent is 1,400 euros. We have 2 cats.")]
+    for seed in ("run-1", "run-2", "run-3"):
+        sampled = statements_sampled(seed=seed, sources=sources, sample=5)
+        assert sources[0][0] in {s.source for s in sampled} and sources[1][0] not in {s.source for s in sampled}
+        assert len({s.source for s in sampled}) == len(sampled) and all(s.values for s in sampled)
+        assert not any(s.text.startswith(("Thanks", "Alice")) for s in sampled)
+        assert sampled == statements_sampled(seed=seed, sources=sources, sample=5)
+    assert statements_sampled(seed="run-1", sources=sources[:1], sample=1)[0].values == ("Lisbon", "March 2021")
 
 
 @pytest.mark.parametrize(("missing", "held"), [(0, False), (1, False), (2, True)])
