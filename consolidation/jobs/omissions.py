@@ -13,7 +13,7 @@ was lost, by id: never the sentence, which is user content and would outlive an 
 `omissions.max_share` of its sample is `held`: its changes stay written, and wait in the review queue for an
 operator to release the run or reject it whole (`consolidation.corrections.review`). Superseded statements leave
 search on purpose and are not sampled. Cost: a parse of at most READ_FACTOR × sample sentences (one drawn from each
-memory drawn), one search per statement, one query for the texts of every hit.
+memory drawn), one search per statement, one query for the texts of every hit, and one for the run's sources.
 """
 
 from __future__ import annotations
@@ -83,13 +83,29 @@ def run_sources(run_id: uuid.UUID) -> list[uuid.UUID]:
     return list(found)
 
 
-def statements_sampled(*, seed: str, sources: Sequence[tuple[uuid.UUID, str]], sample: int) -> list[Statement]:
-    """Up to `sample` statements, one per source memory: memories drawn at random, one sentence of each drawn at
-    random, kept when it states a value (the same draw for the same `seed`, so a retried run checks the same
-    statements). The drawn sentences are parsed `sample` at a time, at most READ_FACTOR × `sample` of them."""
+def sentences_drawn(*, seed: str, memory_ids: Sequence[uuid.UUID], sample: int) -> list[tuple[uuid.UUID, str]]:
+    """(memory, one of its sentences) for at most READ_FACTOR × `sample` of the memories, drawn at random (the same
+    draw for the same `seed`, so a retried run checks the same statements). Memories whose stored parse found a fact
+    come first, with one of those clauses: in chat most sentences state no value (about one in ten on LoCoMo), and
+    a blind draw would parse many to find a few."""
     draw = random.Random(seed)
-    drawn = [(memory_id, draw.choice(said)) for memory_id, content in sources
-             if (said := sentences(split_speaker(content)[1]))][:READ_FACTOR * sample]
+    rows = sorted(Memory.objects.filter(id__in=memory_ids).values_list("id", "content", "features"),
+                  key=lambda row: str(row[0]))
+    draw.shuffle(rows)
+    stated = {memory_id: _clauses_with_facts(content, features) for memory_id, content, features in rows}
+    rows.sort(key=lambda row: not stated[row[0]])  # stable: the draw's order within each part
+    return [(memory_id, draw.choice(said)) for memory_id, content, _ in rows[:READ_FACTOR * sample]
+            if (said := stated[memory_id] or sentences(split_speaker(content)[1]))]
+
+
+def _clauses_with_facts(content: str, features: dict[str, Any] | None) -> list[str]:
+    """The memory's clauses its stored parse read a fact from (`default.reading_json`), as they stand in it."""
+    claims = (features or {}).get("claims") or {}
+    return [clause for clause, reading in claims.items() if (reading or {}).get("facts") and clause in content]
+
+
+def statements_sampled(*, drawn: Sequence[tuple[uuid.UUID, str]], sample: int) -> list[Statement]:
+    """Up to `sample` of the drawn sentences that state a value, parsed `sample` at a time until enough are found."""
     found: list[Statement] = []
     for start in range(0, len(drawn), max(sample, 1)):
         if len(found) >= sample:
@@ -98,15 +114,6 @@ def statements_sampled(*, seed: str, sources: Sequence[tuple[uuid.UUID, str]], s
         found += [Statement(memory_id, sentence, written) for (memory_id, sentence), written
                   in zip(batch, stated_values([sentence for _, sentence in batch]), strict=True) if written]
     return found[:sample]
-
-
-def sources_drawn(*, seed: str, memory_ids: Sequence[uuid.UUID], sample: int) -> list[tuple[uuid.UUID, str]]:
-    """(id, content) of at most READ_FACTOR × `sample` of the memories, drawn at random in a stable order."""
-    pool = sorted(memory_ids, key=str)
-    random.Random(seed).shuffle(pool)
-    pool = pool[:READ_FACTOR * sample]
-    contents = dict(Memory.objects.filter(id__in=pool).values_list("id", "content"))
-    return [(memory_id, contents[memory_id]) for memory_id in pool if memory_id in contents]
 
 
 def statements_found(*, tenant_id: int, user_id: str, statements: Sequence[Statement],
@@ -133,8 +140,8 @@ def omission_check(*, run: ConsolidationRun, policy: OmissionPolicy, search: Sea
     nothing that states a value."""
     if run.kind != RunKind.CLUSTERING or not policy.enabled or not policy.sample:
         return None
-    sources = sources_drawn(seed=str(run.id), memory_ids=run_sources(run.id), sample=policy.sample)
-    statements = statements_sampled(seed=str(run.id), sources=sources, sample=policy.sample)
+    drawn = sentences_drawn(seed=str(run.id), memory_ids=run_sources(run.id), sample=policy.sample)
+    statements = statements_sampled(drawn=drawn, sample=policy.sample)
     if not statements:
         return None
     found = statements_found(tenant_id=run.tenant_id, user_id=run.user_id, statements=statements, search=search)

@@ -11,9 +11,10 @@ import pytest
 from consolidation.corrections.review import ReviewFilter, review_decide_runs, review_queue
 from consolidation.domain.merging import Chunk
 from consolidation.jobs import clustering as clustering_jobs
-from consolidation.jobs.omissions import Omissions, statements_sampled, states
+from consolidation.jobs.omissions import READ_FACTOR, Omissions, sentences_drawn, statements_sampled, states
 from consolidation.models import ConsolidationRun, LedgerEntry
 from tests.consolidation.test_safety_net import INCIDENTS, cluster, incidents, with_neighbours, world
+from tests.factories import ingest
 from zeromem.models import Memory
 
 pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]
@@ -134,19 +135,28 @@ def test_a_value_is_found_whole_case_and_spacing_aside():
     assert not states(("40",), "Replica lag hit  seconds.")
 
 
-def test_statements_are_sentences_with_a_value_one_per_memory_the_same_for_the_same_seed():
+def test_statements_are_the_drawn_sentences_that_state_a_value():
     import uuid
 
-    sources = [(uuid.uuid4(), "Alice: I moved to Lisbon in March 2021."),
-               (uuid.uuid4(), "Bob: That's lovely to hear!"),
-               (uuid.uuid4(), "Alice: Thanks! My rent is 1,400 euros. We have 2 cats.")]
+    lisbon, lovely, cats = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    drawn = [(lisbon, "I moved to Lisbon in March 2021."), (lovely, "That's lovely to hear!"),
+             (cats, "We have 2 cats.")]
+    sampled = statements_sampled(drawn=drawn, sample=5)
+    assert [(s.source, s.values) for s in sampled] == [(lisbon, ("Lisbon", "March 2021")), (cats, ("2",))]
+    assert len(statements_sampled(drawn=drawn, sample=1)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_memories_whose_stored_parse_found_a_fact_are_drawn_first_with_that_clause(tenant, three_days_ago):
+    chatter = ingest(tenant, [f"Alice: Nice chat number {i}! See you." for i in range(30)], created_at=three_days_ago)
+    rent = ingest(tenant, "Alice: Thanks! My rent is 1,400 euros.", created_at=three_days_ago)[0]
+    clause = {"facts": [[["rent", []], "1400", "euro", False]]}
+    Memory.objects.filter(id=rent).update(features={"claims": {"My rent is 1,400 euros.": clause, "Thanks!": {}}})
+
     for seed in ("run-1", "run-2", "run-3"):
-        sampled = statements_sampled(seed=seed, sources=sources, sample=5)
-        assert sources[0][0] in {s.source for s in sampled} and sources[1][0] not in {s.source for s in sampled}
-        assert len({s.source for s in sampled}) == len(sampled) and all(s.values for s in sampled)
-        assert not any(s.text.startswith(("Thanks", "Alice")) for s in sampled)
-        assert sampled == statements_sampled(seed=seed, sources=sources, sample=5)
-    assert statements_sampled(seed="run-1", sources=sources[:1], sample=1)[0].values == ("Lisbon", "March 2021")
+        drawn = sentences_drawn(seed=seed, memory_ids=[*chatter, rent], sample=2)
+        assert drawn[0] == (rent, "My rent is 1,400 euros.") and len(drawn) == 2 * READ_FACTOR
+        assert drawn == sentences_drawn(seed=seed, memory_ids=[*chatter, rent], sample=2)
 
 
 @pytest.mark.parametrize(("missing", "held"), [(0, False), (1, False), (2, True)])
