@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models.expressions import RawSQL
 
 from consolidation.jobs.findability import SEARCH_DEPTH
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind
@@ -41,9 +42,11 @@ from zeromem.models import Memory, MemoryState
 # The changes whose sources must still be stated: a merge's members, and the small talk archived (it may have
 # carried a date or a name). A supersede or a retired claim takes its statement out of search on purpose.
 CHECKED_ACTIONS = ("merge", "archive.uninformative")
-# Memories read (parsed) at most per statement sampled: most of a chat's turns state a value, a few do not, and a
-# run of small talk must not parse all it archived looking for one.
+# Sentences drawn (one per memory, and parsed) at most per statement sampled: a run that consolidated few statements
+# (small talk, mostly) must not parse all it archived looking for one.
 READ_FACTOR = 4
+# A memory whose stored parse (`default.reading_json`, per clause) read a fact: a PostgreSQL JSON path.
+ANY_FACT = "$.claims.*.facts[0]"
 
 
 @dataclass(frozen=True)
@@ -87,15 +90,16 @@ def sentences_drawn(*, seed: str, memory_ids: Sequence[uuid.UUID], sample: int) 
     """(memory, one of its sentences) for at most READ_FACTOR × `sample` of the memories, drawn at random (the same
     draw for the same `seed`, so a retried run checks the same statements). Memories whose stored parse found a fact
     come first, with one of those clauses: in chat most sentences state no value (about one in ten on LoCoMo), and
-    a blind draw would parse many to find a few."""
+    a blind draw would parse many to find a few. Only the drawn memories' texts are read."""
     draw = random.Random(seed)
-    rows = sorted(Memory.objects.filter(id__in=memory_ids).values_list("id", "content", "features"),
-                  key=lambda row: str(row[0]))
-    draw.shuffle(rows)
-    stated = {memory_id: _clauses_with_facts(content, features) for memory_id, content, features in rows}
-    rows.sort(key=lambda row: not stated[row[0]])  # stable: the draw's order within each part
-    return [(memory_id, draw.choice(said)) for memory_id, content, _ in rows[:READ_FACTOR * sample]
-            if (said := stated[memory_id] or sentences(split_speaker(content)[1]))]
+    flags = sorted(Memory.objects.filter(id__in=memory_ids).annotate(stated=RawSQL("features @? %s", (ANY_FACT,)))
+                   .values_list("id", "stated"), key=lambda row: str(row[0]))
+    draw.shuffle(flags)
+    chosen = [memory_id for memory_id, _ in sorted(flags, key=lambda row: not row[1])][:READ_FACTOR * sample]
+    rows = {memory_id: (content, features) for memory_id, content, features
+            in Memory.objects.filter(id__in=chosen).values_list("id", "content", "features")}
+    return [(memory_id, draw.choice(said)) for memory_id in chosen if memory_id in rows
+            if (said := _clauses_with_facts(*rows[memory_id]) or sentences(split_speaker(rows[memory_id][0])[1]))]
 
 
 def _clauses_with_facts(content: str, features: dict[str, Any] | None) -> list[str]:
