@@ -69,6 +69,12 @@ class ConsolidationRun(models.Model):
     completion_tokens = models.BigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     error = models.TextField(blank=True, default="")
+    # The omission check (consolidation/jobs/omissions.py): statements of what the run consolidated searched for
+    # after it wrote, and how many no active memory states any more. Above the tenant's share the run is `held`:
+    # its changes stay, and wait in the review queue for an operator to release or reject the run as a whole.
+    omission_checked = models.IntegerField(default=0)
+    omissions = models.IntegerField(default=0)
+    held = models.BooleanField(default=False)
     result = models.JSONField(default=dict, blank=True)
     # The policy the run worked under (zeromem/core/domain/policy.py: the defaults with the tenant's overrides).
     policy = models.JSONField(default=dict, blank=True)

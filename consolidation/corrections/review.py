@@ -6,6 +6,10 @@ resolve. Every decision is a ledger row naming the acting admin user, linked fro
 - a retired claim: approve, or reject = the memory back whole (its remainder unmerged, the claim retracted);
 - small talk archived: approve, or reject = the memories back to active;
 - a flagged contradiction: resolve = both statements stay true (the flag is cleared).
+
+A run the omission check held (`ConsolidationRun.held`) is decided as a whole: rejecting it undoes every change of
+the run through its ledger (`run_revert`), approving it approves its changes; either releases it, with a ledger row
+naming the operator. Once each of its changes is decided one by one, it is released too.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from consolidation.corrections.revert import COMPENSATIONS
+from consolidation.corrections.revert import COMPENSATIONS, run_revert
 from consolidation.corrections.undo import UndoRefused
 from consolidation.domain.sentence_diff import SentenceChange, sentence_diff
 from consolidation.ledger import ledger_write
-from consolidation.models import LedgerEntry
+from consolidation.models import ConsolidationRun, LedgerEntry
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.models import Memory, MemoryRelation, RelationType
 
@@ -52,6 +56,7 @@ class ReviewFilter:
     run_id: uuid.UUID | None = None
     since: date | None = None
     until: date | None = None
+    held: bool = False  # only the changes of runs the omission check holds
 
 
 def review_queue(*, scope: ReviewFilter = ReviewFilter(), days: int = 30) -> QuerySet[LedgerEntry]:
@@ -62,6 +67,8 @@ def review_queue(*, scope: ReviewFilter = ReviewFilter(), days: int = 30) -> Que
     wanted = {"tenant_id": scope.tenant_id, "user_id": scope.user_id, "run_id": scope.run_id,
               "created_at__date__lte": scope.until}
     entries = entries.filter(**{name: value for name, value in wanted.items() if value is not None})
+    if scope.held:
+        entries = entries.filter(run__held=True)
     return entries.select_related("tenant", "run").order_by("-created_at")
 
 
@@ -161,6 +168,8 @@ def review_decide(*, entry_id: int, decision: str, actor: str, note: str = "",
                               user_id=entry.user_id, memory_ids=entry.memory_ids, reason=note,
                               inputs={"entry_id": entry.id, "action": entry.action})
         LedgerEntry.objects.filter(pk=entry.pk).update(reviewed_by=record)
+        if entry.run_id and not review_queue(scope=ReviewFilter(run_id=entry.run_id, since=date.min)).exists():
+            held_run_release(run_id=entry.run_id, actor=actor, note=note or "each of its changes decided")
     return record
 
 
@@ -185,11 +194,38 @@ def review_decide_many(*, entries: Sequence[LedgerEntry], decision: str, actor: 
 
 def review_decide_runs(*, run_ids: Sequence[uuid.UUID], decision: str, actor: str, note: str = "") -> Decided:
     """The decision for every undecided change of the runs that offers it, newest first: a reject undoes later
-    changes before the earlier ones they may build on."""
-    entries = [entry for run_id in run_ids
+    changes before the earlier ones they may build on. A held run is rejected whole (`held_run_reject`)."""
+    held = set(ConsolidationRun.objects.filter(id__in=run_ids, held=True).values_list("id", flat=True))
+    decided = [held_run_reject(run_id=run_id, actor=actor, note=note) for run_id in run_ids
+               if decision == "reject" and run_id in held]
+    entries = [entry for run_id in run_ids if not (decision == "reject" and run_id in held)
                for entry in review_queue(scope=ReviewFilter(run_id=run_id, since=date.min))
                if decision in DECISIONS[entry.action]]
-    return review_decide_many(entries=entries, decision=decision, actor=actor, note=note)
+    decided.append(review_decide_many(entries=entries, decision=decision, actor=actor, note=note))
+    for run_id in held if decision == "approve" else ():  # released even when it left nothing to approve
+        held_run_release(run_id=run_id, actor=actor, note=note or "approved in review")
+    return Decided(sum(d.applied for d in decided), [r for d in decided for r in d.refused])
+
+
+def held_run_reject(*, run_id: uuid.UUID, actor: str, note: str = "") -> Decided:
+    """Undo every change of a held run through its ledger (newest first, each in its own transaction) and release
+    it; a change a later one builds on is refused and keeps the run held, so the refusal stays in sight."""
+    undone = run_revert(run_id=run_id, actor=actor, reason=note or "held run rejected in review")
+    if not undone.refused:
+        held_run_release(run_id=run_id, actor=actor, note=note or "rejected: every change undone", rejected=True)
+    return Decided(undone.undone, undone.refused)
+
+
+def held_run_release(*, run_id: uuid.UUID, actor: str, note: str = "", rejected: bool = False) -> bool:
+    """Release a held run (conditional UPDATE: released once) with a ledger row naming who decided."""
+    with transaction.atomic():
+        if not ConsolidationRun.objects.filter(pk=run_id, held=True).update(held=False):
+            return False
+        run = ConsolidationRun.objects.get(pk=run_id)
+        ledger_write(tenant_id=run.tenant_id, action="run.reject" if rejected else "run.release", actor=actor,
+                     run_id=run.id, user_id=run.user_id, reason=note,
+                     inputs={"omissions": run.omissions, "omission_checked": run.omission_checked})
+    return True
 
 
 def _resolve_contradiction(entry: LedgerEntry, note: str) -> None:

@@ -6,7 +6,9 @@ consolidate (query = the memory's most distinctive phrase, expected = that memor
 same canaries are measured again with the same search. Measure = budget recall (ARCHITECTURE.md, "Quality"): a semantic
 memory covers what it cites, transitively. When the mean drops by more than `canaries.max_drop`, the
 run's changes are undone through the ledger and the run fails with the figures. Canary searches call the
-search selector directly, so they record no access.
+search selector directly, so they record no access. A clustering run the canaries pass then goes through the
+omission check (`consolidation.jobs.omissions`): the same idea statement by statement; a run that lost statements
+is held for review rather than undone.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from django.db import transaction
 
 from consolidation.corrections.revert import run_revert
 from consolidation.jobs.findability import SEARCH_DEPTH, canary_query
+from consolidation.jobs.omissions import omissions_record
 from consolidation.models import Canary, ConsolidationRun
 from consolidation.runs import run_fence, run_progress
 from consolidation.selectors import MemoryRow, provenance
@@ -89,15 +92,14 @@ def probe_recalls(*, tenant_id: int, user_id: str, probes: Sequence[Probe], sear
 
 
 def canary_baseline(*, run: ConsolidationRun, consolidating: Sequence[MemoryRow],
-                    neighbours: Sequence[MemoryRow], policy: Policy) -> Baseline | None:
-    """Measure before the run writes; None when the run's policy turns the net off or there is nothing to guard."""
+                    neighbours: Sequence[MemoryRow], policy: Policy) -> Baseline:
+    """Measure before the run writes; no canaries when the run's policy turns the net off or there is nothing to
+    guard (the baseline still carries the policy the omission check reads after the run)."""
     if not policy.canaries.enabled or not consolidating:
-        return None
+        return Baseline([], [], policy)
     probes = canary_probes(run=run, consolidating=consolidating, neighbours=neighbours, policy=policy.canaries)
-    if not probes:
-        return None
     return Baseline(probes, probe_recalls(tenant_id=run.tenant_id, user_id=run.user_id, probes=probes,
-                                          search=policy.search), policy)
+                                          search=policy.search) if probes else [], policy)
 
 
 @dataclass(frozen=True)
@@ -141,9 +143,17 @@ def canary_verdict(*, run: ConsolidationRun, baseline: Baseline) -> Verdict:
 
 def safety_check(*, run: ConsolidationRun, worker: str, baseline: Baseline | None) -> str | None:
     """After the run wrote: measure again, keep the figures on the run, and undo the run's changes when
-    retrieval got worse. Returns the reason the run fails, or None."""
+    retrieval got worse; a run that stands goes through the omission check (which may hold it for review).
+    Returns the reason the run fails, or None."""
     if baseline is None:
         return None
+    failure = _canaries_check(run=run, worker=worker, baseline=baseline) if baseline.probes else None
+    if failure is None:
+        omissions_record(run=run, worker=worker, policy=baseline.policy)
+    return failure
+
+
+def _canaries_check(*, run: ConsolidationRun, worker: str, baseline: Baseline) -> str | None:
     verdict = canary_verdict(run=run, baseline=baseline)
     with transaction.atomic():
         run_progress(run_id=run.id, canaries=verdict.as_json())

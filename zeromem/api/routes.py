@@ -439,7 +439,8 @@ def run_result(run: ConsolidationRun) -> dict[str, Any]:
     if run.kind == RunKind.REFLECTION:
         return reflection_answer(run)
     return {"reviewed": run.reviewed, "clusters": run.clusters, "merged": run.merged, "created": run.created,
-            "superseded": run.superseded}
+            "superseded": run.superseded, "omission_checked": run.omission_checked, "omissions": run.omissions,
+            "held": run.held}
 
 
 # --- erasure and sessions ------------------------------------------------------------------------------------

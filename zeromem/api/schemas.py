@@ -551,7 +551,9 @@ class RunOut(RunSummaryOut):
     completion_tokens: int = Field(description="Completion tokens spent.")
     usage: UsageOut = Field(description="What it spent on the LLM: calls, tokens and cost.")
     result: dict[str, Any] | None = Field(description="Once finished: a reflection's answer (as POST /reflect), or "
-                                                      "{reviewed, clusters, merged, created, superseded}; null "
+                                                      "{reviewed, clusters, merged, created, superseded, "
+                                                      "omission_checked, omissions, held} (held: the omission check "
+                                                      "holds the run's changes for an operator's review); null "
                                                       "before.")
 
 

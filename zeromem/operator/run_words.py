@@ -40,6 +40,7 @@ def run_sentences(run: ConsolidationRun, *, backlog: ClusteringBacklog | None = 
     """The run in words. `backlog`: the user's episodes now, to say why a clustering run read nothing;
     `reviews`: its changes by review state ('pending', 'review.approve', …)."""
     said = [_opening(run), *_reading(run, backlog), *_outcome(run), *_canaries(run.result.get("canaries")),
+            *_omissions(run),
             *_reflection(run), *_reviewed(reviews or {}), *_cost(run)]
     return [sentence for sentence in said if sentence]
 
@@ -119,6 +120,19 @@ def _canaries(canaries: Mapping[str, Any] | None) -> list[str]:
         verdict = ("the run was undone" if canaries.get("failed")
                    else f"within the allowed drop of {canaries.get('max_drop', 0):g}, the run stands")
         said.append(f"{ranked} → {verdict}.")
+    return said
+
+
+def _omissions(run: ConsolidationRun) -> list[str]:
+    checked = run.result.get("omissions")
+    if not checked:
+        return []
+    said = [f"The omission check searched for {counted(run.omission_checked, 'statement')} of what it consolidated: "
+            f"{run.omissions:,} no longer found."]
+    if run.held:
+        said.append(f"It is held for review (more than {checked.get('max_share', 0):g} of them lost): its changes "
+                    f"stay until an operator approves the run or rejects it whole. Lost: "
+                    f"{', '.join(checked.get('missing', [])[:5])}.")
     return said
 
 

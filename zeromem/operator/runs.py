@@ -42,9 +42,9 @@ class LedgerInline(admin.TabularInline):
 
 @admin.register(ConsolidationRun)
 class ConsolidationRunAdmin(admin.ModelAdmin):
-    list_display = ("kind", "tenant", "user_id", "entity_id", "trigger", "status", "reviewed", "what_it_changed",
-                    "llm_calls", "cost_usd", "created_at")
-    list_filter = ("kind", "status", "trigger", "force", "tenant")
+    list_display = ("kind", "tenant", "user_id", "entity_id", "trigger", "status", "held", "reviewed",
+                    "what_it_changed", "llm_calls", "cost_usd", "created_at")
+    list_filter = ("kind", "status", "held", "trigger", "force", "tenant")
     search_fields = ("user_id", "entity_id", "=id")
     date_hierarchy = "created_at"
     list_select_related = ("tenant",)

@@ -78,6 +78,7 @@ class ReviewFilterForm(forms.Form):
                                label="Change")
     since = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    held = forms.BooleanField(required=False, label="Held runs only")
     run = forms.UUIDField(required=False, widget=forms.HiddenInput)
 
 
@@ -88,7 +89,7 @@ def _review_filter(request: HttpRequest) -> tuple[review.ReviewFilter, ReviewFil
     tenant = data.get("tenant")
     return review.ReviewFilter(tenant_id=tenant.id if tenant else None, user_id=data.get("user") or None,
                                action=data.get("action") or None, run_id=data.get("run"), since=data.get("since"),
-                               until=data.get("until")), form
+                               until=data.get("until"), held=bool(data.get("held"))), form
 
 
 @require_POST

@@ -216,6 +216,20 @@ class CanaryPolicy(Section):
         "canaries always run.", moved_from="ZEROMEMORY_CANARY_MIN_CONSOLIDATED", ge=0, le=100_000)
 
 
+class OmissionPolicy(Section):
+    """The omission check: after each clustering run, a sample of the statements it consolidated is searched for."""
+
+    enabled: bool = setting(True, "Off: no clustering run is checked.")
+    sample: int = setting(
+        20, "Statements (sentences carrying a value: a number, an amount, a dated day, a name) sampled from the "
+        "memories a clustering run merged or archived, one per memory at most; each costs one search.",
+        ge=0, le=500)
+    max_share: float = setting(
+        0.05, "A run that can no longer find more than this share of the sampled statements (no active memory "
+        "within the search budget states their values) is held for review; 0 holds a run for one lost statement.",
+        ge=0.0, le=1.0)
+
+
 class Policy(Section):
     """Everything a run, a search or a profile read is calibrated by."""
 
@@ -227,6 +241,7 @@ class Policy(Section):
     profile: ProfilePolicy = ProfilePolicy()
     lifecycle: LifecyclePolicy = LifecyclePolicy()
     canaries: CanaryPolicy = CanaryPolicy()
+    omissions: OmissionPolicy = OmissionPolicy()
 
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -102,7 +102,8 @@ def full_job_seconds(n: int, params: Params, *, user_id: str = "bench-user",
         run = clustering_run_now(tenant_id=tenant.id, user_id=user_id, trigger="cli", force=True).run
     seconds = time.perf_counter() - started
     return seconds, {"clusters": run.clusters, "merged": run.merged, "superseded": run.superseded,
-                     "flagged": run.flagged, **cost.as_json(),
+                     "flagged": run.flagged, "omission_checked": run.omission_checked, "omissions": run.omissions,
+                     "omission_s": run.result.get("omissions", {}).get("seconds", 0.0), **cost.as_json(),
                      "statements_per_merge": round(cost.statements / max(run.clusters, 1), 1), **run.timings}
 
 
