@@ -2,7 +2,7 @@
 
 After a clustering run wrote (and its canaries passed), up to `omissions.sample` (policy) statements are sampled
 from the memories it merged or archived — one per memory, a sentence carrying a value by spaCy's parse
-(`zeromem.language.statements`) — and each is searched for with the same search the canaries use (the sentence is
+(`zeromem.language.values`) — and each is searched for with the same search the canaries use (the sentence is
 the query; called directly, so nothing records an access). A statement is still stated when an active memory within
 the search budget (the 2,000 characters an agent reads) contains every one of its values as it was written; one
 that none does is an omission. Before the run the statement's own memory said it word for word, so a statement
@@ -36,7 +36,7 @@ from zeromem.core.domain.policy import OmissionPolicy, Policy, SearchPolicy
 from zeromem.core.domain.recall import within_budget
 from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.core.selectors import MemoryFilter, memories_ranked
-from zeromem.language.statements import stated_values
+from zeromem.language.values import values_of
 from zeromem.models import Memory, MemoryState
 
 # The changes whose sources must still be stated: a merge's members, and the small talk archived (it may have
@@ -53,7 +53,7 @@ ANY_FACT = "$.claims.*.facts[0]"
 class Statement:
     source: uuid.UUID  # the memory it was said in
     text: str  # the sentence: the query
-    values: tuple[str, ...]  # as written in it
+    values: tuple[str, ...]  # lower-cased (`zeromem.language.values`)
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ def statements_sampled(*, drawn: Sequence[tuple[uuid.UUID, str]], sample: int) -
         if len(found) >= sample:
             break
         batch = drawn[start:start + sample]
-        found += [Statement(memory_id, sentence, written) for (memory_id, sentence), written
-                  in zip(batch, stated_values([sentence for _, sentence in batch]), strict=True) if written]
+        found += [Statement(memory_id, sentence, tuple(sorted(values))) for (memory_id, sentence), values
+                  in zip(batch, values_of([sentence for _, sentence in batch]), strict=True) if values]
     return found[:sample]
 
 

@@ -142,7 +142,7 @@ def test_statements_are_the_drawn_sentences_that_state_a_value():
     drawn = [(lisbon, "I moved to Lisbon in March 2021."), (lovely, "That's lovely to hear!"),
              (cats, "We have 2 cats.")]
     sampled = statements_sampled(drawn=drawn, sample=5)
-    assert [(s.source, s.values) for s in sampled] == [(lisbon, ("Lisbon", "March 2021")), (cats, ("2",))]
+    assert [(s.source, s.values) for s in sampled] == [(lisbon, ("lisbon", "march 2021")), (cats, ("2",))]
     assert len(statements_sampled(drawn=drawn, sample=1)) == 1
 
 

@@ -221,7 +221,7 @@ class OmissionPolicy(Section):
 
     enabled: bool = setting(True, "Off: no clustering run is checked.")
     sample: int = setting(
-        20, "Statements (sentences carrying a value: a number, an amount, a dated day, a name) sampled from the "
+        8, "Statements (sentences carrying a value: a number, an amount, a date, a name, a place) sampled from the "
         "memories a clustering run merged or archived, one per memory at most; each costs one search.",
         ge=0, le=500)
     max_share: float = setting(
