@@ -50,7 +50,7 @@ from zeromem.language.rules_tables.merging import (
     VOCATIVE,
 )
 from zeromem.language.rules_tables.text import STOP_WORDS
-from zeromem.language.values import normalised, values_of
+from zeromem.language.values import names_of, normalised, values_of
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 
@@ -128,6 +128,15 @@ def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
     said = [part for part in parts if not _QUESTION.search(part)]
     return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts) \
         and not any(values_of(said, _names(split_speaker(text)[0])))
+
+
+def _named(values: frozenset[str], sentence: str, common_names: frozenset[str]) -> frozenset[str]:
+    """The values that are no name common in the store nor a short form of one (the people talking: "That's so
+    cool, Deb!" of Deborah), unless the
+    sentence opens with it ("Garlic is my go-to ingredient.": a word the store also writes in lower case is common
+    too, yet here it is what the sentence is about)."""
+    opener = normalised(sentence).split(" ", 1)[0]
+    return (values - names_of(values, common_names)) | (values & {opener})
 
 
 def _names(speaker: str) -> frozenset[str]:
@@ -275,9 +284,8 @@ def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: st
     anything? They gave me tips.": without the question, "they" points at nothing)."""
     keep = [not is_low_signal(text, common_names) for text in parts]
     unsure = [i for i, kept in enumerate(keep) if not kept and not _QUESTION.search(parts[i])]
-    # Only the speaker's name is no value here: `common_names` also holds words the store writes in lower case.
     for i, found in zip(unsure, values_of([parts[i] for i in unsure], _names(speaker)), strict=True):
-        keep[i] = bool(found)
+        keep[i] = bool(_named(found, parts[i], common_names))
     for i in range(1, len(parts)):
         if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
             keep[i - 1] = True
