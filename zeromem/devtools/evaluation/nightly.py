@@ -292,7 +292,7 @@ def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nigh
     same turns; 2. ask the questions of both stores; 3. `idle_nights` more nights without input. Returns the
     figures of the module's docstring."""
     started = time.perf_counter()
-    tenant, raw = evaluation_tenant("nightly"), evaluation_tenant("nightly-raw")
+    tenant, raw = evaluation_tenant("nightly"), evaluation_tenant("unclustered")
     window = timedelta(hours=policy_for(tenant_id=tenant.id).clustering.recency_window_hours)
     beat, totals = Beat.of(), Totals()
     clock = Clock(timezone.now())
