@@ -1,0 +1,220 @@
+"""Statements, and the ones consolidation lost: the measure behind `statements_lost` and `current_lost`
+(`evaluate locomo`, `evaluate longmemeval`, `evaluate merges`).
+
+- A **statement** is one sentence of a source (episodic) memory carrying a value by spaCy's parse: an entity of a
+  value type (`VALUE_ENTITIES`: a number, a name, a date, a time, an amount, a place…), a NUM token, a capitalised
+  PROPN token that does not open the sentence (the tagger calls any capitalised opener a name), or a frequency (a
+  noun-phrase adverbial with a determiner: "twice a week", "every Sunday", "$80 a month"). Questions (a sentence
+  ending in "?") are no statements, and neither the speaker's own name ("Name: " prefix) nor the addressee (a name
+  standing alone between punctuation, an interjection or the sentence's ends: "Thanks, Mel!", "Hey Caroline!") is
+  a value. Values are lower-cased, digits as written. Sentences are the project's own split
+  (`zeromem.core.domain.text.sentences`), so a merge that keeps a sentence keeps it whole.
+- A memory **states** a statement when its text holds every value of it (as words, lower-cased: "yesterday
+  (7 May 2023)" still holds "yesterday") and at least `STATED_SHARE` of its content lemmas (a merged memory keeps
+  its sentences nearly verbatim; a share, not all, so a re-anchored date or a dropped image caption still counts).
+- A statement is **lost** when no active memory (any type) states it and no retirement explains it: its memory
+  was archived as superseded, or a superseded memory standing for its memory (a retired claim citing it) states it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from zeromem.core.domain.text import sentences, split_speaker
+from zeromem.core.domain.transitions import SUPERSEDED
+from zeromem.language.pipeline import nlp
+from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
+
+VALUE_ENTITIES = frozenset({"CARDINAL", "DATE", "TIME", "MONEY", "QUANTITY", "PERCENT", "ORDINAL", "PERSON", "GPE",
+                            "LOC", "ORG", "FAC", "EVENT", "PRODUCT", "WORK_OF_ART", "NORP"})
+STATED_SHARE = 0.6  # tuned on the dev split (module docstring)
+BATCH = 256
+_WORD = re.compile(r"\w+")
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One source sentence carrying a value."""
+
+    memory_id: uuid.UUID
+    text: str
+    values: frozenset[str]
+    words: frozenset[str]  # its content lemmas, lower-cased
+
+
+def normalised(text: str) -> str:
+    return " ".join(text.translate(_APOSTROPHES).lower().split())
+
+
+# --- statements of source texts ----------------------------------------------------------------------------
+
+def said_sentences(text: str) -> tuple[str, list[str]]:
+    """The speaker of a text ("" when none) and its sentences that are no question ("Paris?!" is one)."""
+    speaker, body = split_speaker(text)
+    return speaker, [s for s in sentences(body) if not s.rstrip().rstrip("!.").endswith("?")]
+
+
+def source_statements(texts: Mapping[uuid.UUID, str]) -> list[Statement]:
+    """The statements of source memories' texts, in the order given (one parse of every sentence, batched). The
+    speakers of these texts are the people talking: their names are no value ("That is really great Jon!")."""
+    pieces = [(memory_id, speaker, sentence) for memory_id, text in texts.items()
+              for speaker, said in [said_sentences(text)] for sentence in said]
+    names = frozenset(normalised(speaker) for _, speaker, _ in pieces if speaker)
+    found = []
+    for (memory_id, _, sentence), doc in zip(pieces, nlp().pipe([p[2] for p in pieces], batch_size=BATCH),
+                                             strict=True):
+        values = sentence_values(doc, names)
+        if values:
+            found.append(Statement(memory_id=memory_id, text=sentence, values=values,
+                                   words=content_lemmas(doc) - names_of(values, names)))
+    return found
+
+
+def sentence_values(doc: Any, speakers: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The values a parsed sentence carries (module docstring), less the speakers' names and the addressee; a value
+    inside a longer one ("sunday" in "every sunday") is that one."""
+    spans = [e for e in doc.ents if e.label_ in VALUE_ENTITIES]
+    in_entity = {t.i for e in spans for t in e}
+    spans += [doc[t.i:t.i + 1] for t in doc if t.i not in in_entity and is_value_token(t)]
+    spans += frequencies(doc)
+    values = {value for span in spans if not is_addressee(span)
+              for value in [normalised(span.text)] if _WORD.search(value) and not names_of({value}, speakers)}
+    return frozenset(v for v in values if not any(v != w and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", w)
+                                                  for w in values))
+
+
+def names_of(values: Iterable[str], speakers: frozenset[str]) -> frozenset[str]:
+    """The values naming a speaker: the name, or a short form of its first word ("mel" of "melanie")."""
+    firsts = {name.split()[0] for name in speakers if name}
+    return frozenset(v for v in values if v in speakers or (len(v) >= 3 and " " not in v
+                                                            and any(f.startswith(v) for f in firsts)))
+
+
+def is_value_token(token: Any) -> bool:
+    return token.pos_ == "NUM" or (token.pos_ == "PROPN" and token.i > 0 and token.text[:1].isupper())
+
+
+def frequencies(doc: Any) -> list[Any]:
+    """Noun-phrase adverbials of a verb, with a determiner ("swim twice a week", "hike every Sunday"): how often,
+    when ("thanks a bunch" modifies no verb)."""
+    return [doc[t.left_edge.i:t.right_edge.i + 1] for t in doc
+            if t.dep_ == "npadvmod" and t.pos_ in ("NOUN", "PROPN") and t.head.pos_ in ("VERB", "AUX")
+            and any(c.dep_ in ("det", "predet") for c in t.children)]
+
+
+def is_addressee(span: Any) -> bool:
+    """A name said to someone: alone between punctuation, an interjection or the ends of the sentence."""
+    if span.label_ != "PERSON" and not (not span.label_ and all(t.pos_ == "PROPN" for t in span)):
+        return False
+    doc = span.doc
+    before = doc[span.start - 1] if span.start > 0 else None
+    after = doc[span.end] if span.end < len(doc) else None
+    return ((before is None or before.is_punct or before.pos_ == "INTJ")
+            and (after is None or after.is_punct))
+
+
+def content_lemmas(doc: Any) -> frozenset[str]:
+    return frozenset(t.lemma_.lower() for t in doc if not t.is_stop and (t.is_alpha or t.like_num))
+
+
+# --- which memories state them -----------------------------------------------------------------------------
+
+class Stating:
+    """Memories indexed by their words, so a statement is checked only against memories holding its values' words;
+    lemmas are parsed lazily, only for such candidates."""
+
+    def __init__(self, texts: Mapping[uuid.UUID, str], share: float) -> None:
+        self.texts = {memory_id: normalised(text) for memory_id, text in texts.items()}
+        self.share = share
+        self.by_word: dict[str, set[uuid.UUID]] = defaultdict(set)
+        for memory_id, text in self.texts.items():
+            for word in set(_WORD.findall(text)):
+                self.by_word[word].add(memory_id)
+        self.lemmas: dict[uuid.UUID, frozenset[str]] = {}
+
+    def candidates(self, statement: Statement, among: Iterable[uuid.UUID] | None = None) -> set[uuid.UUID]:
+        """Memories whose text holds every value of the statement as whole words."""
+        words = {w for value in statement.values for w in _WORD.findall(value)}
+        found = set.intersection(*(self.by_word.get(w, set()) for w in words)) if words else set()
+        if among is not None:
+            found &= set(among)
+        patterns = [re.compile(rf"(?<!\w){re.escape(value)}(?!\w)") for value in statement.values]
+        return {m for m in found if all(p.search(self.texts[m]) for p in patterns)}
+
+    def parse(self, memory_ids: Iterable[uuid.UUID]) -> None:
+        wanted = [m for m in dict.fromkeys(memory_ids) if m not in self.lemmas]
+        for memory_id, doc in zip(wanted, nlp().pipe([self.texts[m] for m in wanted], batch_size=BATCH),
+                                  strict=True):
+            self.lemmas[memory_id] = content_lemmas(doc)
+
+    def stated(self, statements: Sequence[Statement],
+               among: Mapping[uuid.UUID, Iterable[uuid.UUID]] | None = None) -> list[bool]:
+        """Per statement: does a memory (of `among[statement.memory_id]`, when given) state it?"""
+        candidates = [self.candidates(s, None if among is None else among.get(s.memory_id, ())) for s in statements]
+        self.parse(m for found in candidates for m in found)
+        return [any(self.keeps(s, m) for m in found) for s, found in zip(statements, candidates, strict=True)]
+
+    def keeps(self, statement: Statement, memory_id: uuid.UUID) -> bool:
+        if not statement.words:
+            return True
+        return len(statement.words & self.lemmas[memory_id]) >= self.share * len(statement.words)
+
+
+# --- lost statements ---------------------------------------------------------------------------------------
+
+def lost(tenant_id: int, user_id: str | None = None, *, share: float = STATED_SHARE) -> list[Statement]:
+    """The statements of every episodic memory of the scope (whatever its state) that no active memory states and
+    no retirement explains (module docstring). One user at a time, so memory stays bounded by the largest user."""
+    users = [user_id] if user_id is not None else list(
+        Memory.objects.filter(tenant_id=tenant_id, memory_type=MemoryType.EPISODIC)
+        .order_by("user_id").values_list("user_id", flat=True).distinct())
+    return [statement for user in users for statement in lost_of_user(tenant_id, user, share)]
+
+
+def lost_of_user(tenant_id: int, user_id: str, share: float) -> list[Statement]:
+    """1. the statements of the user's episodic memories; 2. those not stated by an active memory (a memory still
+    active states its own); 3. of those, the ones no retirement explains."""
+    memories = Memory.objects.filter(tenant_id=tenant_id, user_id=user_id)
+    sources = dict(memories.filter(memory_type=MemoryType.EPISODIC).values_list("id", "content"))
+    statements = source_statements(sources)
+    active = dict(memories.filter(state=MemoryState.RAW).values_list("id", "content"))
+    unstated = [s for s in statements if s.memory_id not in active]
+    unstated = [s for s, kept in zip(unstated, Stating(active, share).stated(unstated), strict=True) if not kept]
+    return unexplained(tenant_id, user_id, unstated, share)
+
+
+def unexplained(tenant_id: int, user_id: str, statements: list[Statement], share: float) -> list[Statement]:
+    """The statements no supersede retired: neither their memory nor a retired memory standing for it (one citing
+    it, directly or through merges) that states them."""
+    retired = dict(Memory.objects.filter(tenant_id=tenant_id, user_id=user_id, state=MemoryState.ARCHIVED,
+                                         archive_reason=SUPERSEDED).values_list("id", "content"))
+    statements = [s for s in statements if s.memory_id not in retired]
+    if not statements or not retired:
+        return statements
+    standing_for = retired_covering(tenant_id, user_id, frozenset(retired))
+    explained = Stating(retired, share).stated(statements, among=standing_for)
+    return [s for s, gone in zip(statements, explained, strict=True) if not gone]
+
+
+def retired_covering(tenant_id: int, user_id: str, retired: frozenset[uuid.UUID]) -> dict[uuid.UUID, set[uuid.UUID]]:
+    """Source memory id → the retired memories citing it, directly or through the memories they cite."""
+    cites: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    for memory_id, source_id in MemorySource.objects.filter(
+            memory__tenant_id=tenant_id, memory__user_id=user_id).values_list("memory_id", "source_memory_id"):
+        cites[memory_id].append(source_id)
+    covering: dict[uuid.UUID, set[uuid.UUID]] = defaultdict(set)
+    for memory_id in retired:
+        stack, seen = list(cites.get(memory_id, ())), set()
+        while stack:
+            source = stack.pop()
+            if source not in seen:
+                seen.add(source)
+                covering[source].add(memory_id)
+                stack += cites.get(source, ())
+    return covering
