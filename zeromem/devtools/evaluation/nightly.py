@@ -48,13 +48,14 @@ from zeromem.core import services
 from zeromem.core.domain.recall import budget_recall, content_words, within_budget
 from zeromem.core.policies import policies_for, policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
-from zeromem.devtools.evaluation import locomo, longmemeval, retrieval
+from zeromem.devtools.evaluation import locomo, longmemeval, retrieval, statements
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState
 
 CLUSTERING_TASK = "consolidation.clustering_fan_out"
 REFLECTION_TASK = "consolidation.reflection_fan_out"
 IDLE_NIGHTS = 365
+SAMPLES = 5
 # The figures a run reports first (and the JSON always holds; LongMemEval adds current-above-stale).
 HEADLINE = ("nights", "statements_lost", "evidence_survival", "budget_recall_raw", "budget_recall_after",
             "answer_hit_raw", "answer_hit_after", "active_ratio", "chars_ratio", "idle_nights", "idle_changes",
@@ -273,7 +274,7 @@ class Totals:
     stated: int = 0
     stated_idle: int = 0
     survival_min: float | None = None
-    statements_lost_idle: int | None = None
+    statements_lost_idle: int = 0
     idle_nights: int = 0
     idle_changes: int = 0
     recall_raw: Recall = field(default_factory=Recall)
@@ -281,13 +282,12 @@ class Totals:
     above_before: list[bool] = field(default_factory=list)
     above_after: list[bool] = field(default_factory=list)
     per_night: list[dict[str, Any]] = field(default_factory=list)
-
-
-Lost = Callable[[int, str], int | None]  # (tenant, user) → statements lost (None: not measured)
+    lost_samples: dict[str, list[str]] = field(default_factory=dict)  # per user, after its latest night that lost any
+    lost_idle_samples: list[str] = field(default_factory=list)
 
 
 def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nights: int = IDLE_NIGHTS,
-                     lost: Lost, say: Say) -> dict[str, Any]:
+                     say: Say) -> dict[str, Any]:
     """1. each user: replay its nights on the simulated clock (beat's jobs as scheduled), the raw store fed the
     same turns; 2. ask the questions of both stores; 3. `idle_nights` more nights without input. Returns the
     figures of the module's docstring."""
@@ -298,14 +298,14 @@ def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nigh
     clock = Clock(timezone.now())
     with clock.running():
         for one in replayed:
-            last = _replay(one, tenant.id, raw.id, nights, window, beat, clock, totals, lost, say)
+            last = _replay(one, tenant.id, raw.id, nights, window, beat, clock, totals, say)
             _compare(one, tenant.id, raw.id, totals)
-            _idle(one, tenant.id, last, idle_nights, beat, clock, totals, lost, say)
+            _idle(one, tenant.id, last, idle_nights, beat, clock, totals, say)
     return _figures(totals, replayed, round(time.perf_counter() - started, 1))
 
 
 def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timedelta, beat: Beat, clock: Clock,
-            totals: Totals, lost: Lost, say: Say) -> datetime:
+            totals: Totals, say: Say) -> datetime:
     """The user's nights; returns the last one. Each arrived turn also goes to the raw store."""
     schedule = calendar([i.created_at for i in one.items if i.created_at], window=window, beat=beat)
     schedule = schedule[:cap or None]
@@ -317,7 +317,7 @@ def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timede
         arrive(tenant_id=tenant_id, items=due, clock=clock)
         arrive(tenant_id=raw_id, items=due, clock=clock)
         runs = night_run(tenant_id=tenant_id, user_id=one.user_id, night=night, beat=beat, clock=clock)
-        row = _night_row(one, tenant_id, raw_id, night, runs, arrived, totals, lost)
+        row = _night_row(one, tenant_id, raw_id, night, runs, arrived, totals)
         totals.per_night.append(row)
         say(f"{one.user_id} night {number}/{len(schedule)} {night:%a %Y-%m-%d %H:%M}: +{len(due)} turns, "
             f"clustering {','.join(runs.clustering) or '-'}, reflection {','.join(runs.reflection) or '-'}; "
@@ -334,16 +334,18 @@ def _arrived(one: Replayed, tenant_id: int) -> frozenset[str]:
 
 
 def _night_row(one: Replayed, tenant_id: int, raw_id: int, night: datetime, runs: NightRuns, arrived: int,
-               totals: Totals, lost: Lost) -> dict[str, Any]:
+               totals: Totals) -> dict[str, Any]:
     active, chars = store_size(tenant_id, one.user_id)
     raw_active, raw_chars = store_size(raw_id, one.user_id)
     survivors = one.survivors & _arrived(one, raw_id)
     survival = round(len(stated(tenant_id, one, survivors)) / len(survivors), 4) if survivors else None
     if survival is not None:
         totals.survival_min = survival if totals.survival_min is None else min(totals.survival_min, survival)
-    count = lost(tenant_id, one.user_id)
+    lost = statements.lost(tenant_id, one.user_id)
+    if lost:
+        totals.lost_samples[one.user_id] = [s.text for s in lost[:SAMPLES]]
     return {"user": one.user_id, "night": night.isoformat(), "arrived": arrived, "active": active, "raw": raw_active,
-            "chars": chars, "raw_chars": raw_chars, "evidence_survival": survival, "statements_lost": count,
+            "chars": chars, "raw_chars": raw_chars, "evidence_survival": survival, "statements_lost": len(lost),
             "clustering": list(runs.clustering), "reflection": list(runs.reflection)}
 
 
@@ -370,7 +372,7 @@ def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None
 
 
 def _idle(one: Replayed, tenant_id: int, last: datetime, idle_nights: int, beat: Beat, clock: Clock, totals: Totals,
-          lost: Lost, say: Say) -> None:
+          say: Say) -> None:
     """`idle_nights` calendar nights after the last one with no input; what changes after the first is counted."""
     previous: Snapshot | None = None
     changed = 0
@@ -383,10 +385,10 @@ def _idle(one: Replayed, tenant_id: int, last: datetime, idle_nights: int, beat:
     totals.idle_changes += changed
     survivors = one.survivors & _arrived(one, tenant_id)
     totals.stated_idle += len(stated(tenant_id, one, survivors))
-    count = lost(tenant_id, one.user_id)
-    if count is not None:
-        totals.statements_lost_idle = (totals.statements_lost_idle or 0) + count
-    say(f"{one.user_id}: {idle_nights} idle nights, {changed} changes after the first; statements lost {count}")
+    lost = statements.lost(tenant_id, one.user_id)
+    totals.statements_lost_idle += len(lost)
+    totals.lost_idle_samples += [s.text for s in lost[:SAMPLES]]
+    say(f"{one.user_id}: {idle_nights} idle nights, {changed} changes after the first; statements lost {len(lost)}")
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -416,6 +418,8 @@ def _figures(totals: Totals, replayed: Sequence[Replayed], seconds: float) -> di
         "chars_ratio": _ratio(totals.after[1], totals.raw[1]),
         "idle_nights": totals.idle_nights, "idle_changes": totals.idle_changes,
         "seconds": seconds, "per_night": totals.per_night,
+        "samples": {"statements_lost": [t for texts in totals.lost_samples.values() for t in texts][:SAMPLES * 4],
+                    "statements_lost_idle": totals.lost_idle_samples[:SAMPLES * 4]},
     }
     if any(r.lme is not None for r in replayed):
         figures["current_above_stale_before"] = _share(totals.above_before)
@@ -423,10 +427,9 @@ def _figures(totals: Totals, replayed: Sequence[Replayed], seconds: float) -> di
     return figures
 
 
-def _lost_over_nights(totals: Totals) -> int | None:
+def _lost_over_nights(totals: Totals) -> int:
     """Per user the most statements lost after any of its nights, summed over the users."""
     worst: dict[str, int] = {}
     for row in totals.per_night:
-        if row["statements_lost"] is not None:
-            worst[row["user"]] = max(worst.get(row["user"], 0), row["statements_lost"])
-    return sum(worst.values()) if worst else None
+        worst[row["user"]] = max(worst.get(row["user"], 0), row["statements_lost"])
+    return sum(worst.values())

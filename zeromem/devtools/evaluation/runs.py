@@ -125,8 +125,7 @@ def nightly_run(*, data: str, path: Path | None = None, split: str = ALL, limit:
         questions = longmemeval_questions(path or longmemeval.DEFAULT_PATH, "oracle", split=split, limit=limit)
         chosen, replayed = questions, [nightly.from_longmemeval(q) for q in questions.items]
     with override_settings(**NO_LLM):
-        result = nightly.evaluate_nightly(replayed=replayed, nights=nights, idle_nights=idle_nights,
-                                          lost=lambda tenant_id, user_id: None, say=say)
+        result = nightly.evaluate_nightly(replayed=replayed, nights=nights, idle_nights=idle_nights, say=say)
     return chosen.label({"data": data, **result})
 
 
