@@ -284,6 +284,7 @@ class Totals:
     per_night: list[dict[str, Any]] = field(default_factory=list)
     lost_samples: dict[str, list[str]] = field(default_factory=dict)  # per user, after its latest night that lost any
     lost_idle_samples: list[str] = field(default_factory=list)
+    evidence_samples: list[str] = field(default_factory=list)  # evidence turns no active memory states
 
 
 def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nights: int = IDLE_NIGHTS,
@@ -357,8 +358,10 @@ def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None
         kept[1] += size[1]
     arrived = _arrived(one, raw_id)
     survivors = one.survivors & arrived
+    still = stated(tenant_id, one, survivors)
     totals.survivors += len(survivors)
-    totals.stated += len(stated(tenant_id, one, survivors))
+    totals.stated += len(still)
+    totals.evidence_samples += [one.texts[t] for t in sorted(survivors - still)][:SAMPLES]
     probes = [p for p in one.probes if p.evidence <= arrived]
     recall_of(raw_id, one, probes, totals.recall_raw)
     recall_of(tenant_id, one, probes, totals.recall_after)
@@ -419,7 +422,8 @@ def _figures(totals: Totals, replayed: Sequence[Replayed], seconds: float) -> di
         "idle_nights": totals.idle_nights, "idle_changes": totals.idle_changes,
         "seconds": seconds, "per_night": totals.per_night,
         "samples": {"statements_lost": [t for texts in totals.lost_samples.values() for t in texts][:SAMPLES * 4],
-                    "statements_lost_idle": totals.lost_idle_samples[:SAMPLES * 4]},
+                    "statements_lost_idle": totals.lost_idle_samples[:SAMPLES * 4],
+                    "evidence_not_stated": totals.evidence_samples[:SAMPLES * 4]},
     }
     if any(r.lme is not None for r in replayed):
         figures["current_above_stale_before"] = _share(totals.above_before)
