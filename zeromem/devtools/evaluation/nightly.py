@@ -179,8 +179,8 @@ def night_run(*, tenant_id: int, user_id: str, night: datetime, beat: Beat, cloc
     time, the user's eligible scopes as the weekly fan-out's task reflects them."""
     clock.now = night
     due = [u for t, u, _ in users_with_eligible_memories(now=night) if t == tenant_id and u == user_id]
-    clustered = tuple(clustering_run_now(tenant_id=t, user_id=u, trigger=RunTrigger.BEAT).run.status
-                      for t, u in ((tenant_id, u) for u in due))
+    clustered = tuple(clustering_run_now(tenant_id=tenant_id, user_id=u, trigger=RunTrigger.BEAT).run.status
+                      for u in due)
     reflected: tuple[str, ...] = ()
     if beat.reflects(night):
         clock.now = beat.reflection_at(night)
@@ -313,7 +313,7 @@ def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timede
     pending, arrived = list(one.items), 0
     for number, night in enumerate(schedule, 1):
         due = [i for i in pending if i.created_at and i.created_at < night]
-        pending = pending[len(due):]
+        pending = [i for i in pending if not (i.created_at and i.created_at < night)]
         arrived += len(due)
         arrive(tenant_id=tenant_id, items=due, clock=clock)
         arrive(tenant_id=raw_id, items=due, clock=clock)
