@@ -40,6 +40,7 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
+from consolidation.jobs.lifecycle import lifecycle_run_now
 from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.models import RunTrigger
 from consolidation.schedules import SCHEDULES, Schedule
@@ -54,6 +55,7 @@ from zeromem.models import Memory, MemoryRelation, MemoryState
 
 CLUSTERING_TASK = "consolidation.clustering_fan_out"
 REFLECTION_TASK = "consolidation.reflection_fan_out"
+LIFECYCLE_TASK = "consolidation.lifecycle_fan_out"
 IDLE_NIGHTS = 365
 SAMPLES = 5
 # The figures a run reports first (and the JSON always holds; LongMemEval adds current-above-stale).
@@ -84,14 +86,15 @@ class Beat:
     clustering: clock_time
     reflection: clock_time
     reflection_weekday: int  # Python's: Monday 0 … Sunday 6
+    lifecycle: clock_time | None = None  # None: the daily lifecycle (decay, retention, purge) is left out
 
     @classmethod
-    def of(cls, schedules: Sequence[Schedule] = SCHEDULES) -> Beat:
+    def of(cls, schedules: Sequence[Schedule] = SCHEDULES, *, lifecycle: bool = False) -> Beat:
         by_task = {s.task: s for s in schedules}
-        daily, weekly = by_task[CLUSTERING_TASK], by_task[REFLECTION_TASK]
-        return cls(clustering=clock_time(int(daily.hour), int(daily.minute)),
-                   reflection=clock_time(int(weekly.hour), int(weekly.minute)),
-                   reflection_weekday=(int(weekly.day_of_week) - 1) % 7)  # crontab: 0 = Sunday
+        daily, weekly, decay = by_task[CLUSTERING_TASK], by_task[REFLECTION_TASK], by_task[LIFECYCLE_TASK]
+        return cls(clustering=_at(daily), reflection=_at(weekly),
+                   reflection_weekday=(int(weekly.day_of_week) - 1) % 7,  # crontab: 0 = Sunday
+                   lifecycle=_at(decay) if lifecycle else None)
 
     def night_after(self, moment: datetime) -> datetime:
         """The first clustering fan-out strictly after `moment`."""
@@ -103,6 +106,10 @@ class Beat:
 
     def reflection_at(self, night: datetime) -> datetime:
         return datetime.combine(night.date(), self.reflection, tzinfo=UTC)
+
+
+def _at(schedule: Schedule) -> clock_time:
+    return clock_time(int(schedule.hour), int(schedule.minute))
 
 
 def calendar(times: Sequence[datetime], *, window: timedelta, beat: Beat) -> list[datetime]:
@@ -171,12 +178,18 @@ def from_longmemeval(question: longmemeval.Question) -> Replayed:
 class NightRuns:
     clustering: tuple[str, ...]  # each run's status
     reflection: tuple[str, ...]
+    lifecycle: tuple[str, ...] = ()
 
 
 def night_run(*, tenant_id: int, user_id: str, night: datetime, beat: Beat, clock: Clock) -> NightRuns:
-    """What beat runs for this user on this night, in this process: the clustering fan-out's selection at the
-    clustering time, each due user's run as its task runs it (unforced); on the reflection day, at the reflection
-    time, the user's eligible scopes as the weekly fan-out's task reflects them."""
+    """What beat runs for this user (alone in its tenant) on this night, in this process: when asked for, the
+    tenant's lifecycle at its time; the clustering fan-out's selection at the clustering time, each due user's run
+    as its task runs it (unforced); on the reflection day, at the reflection time, the user's eligible scopes as
+    the weekly fan-out's task reflects them."""
+    decayed: tuple[str, ...] = ()
+    if beat.lifecycle is not None:
+        clock.now = datetime.combine(night.date(), beat.lifecycle, tzinfo=UTC)
+        decayed = (lifecycle_run_now(tenant_id=tenant_id, trigger=RunTrigger.BEAT).run.status,)
     clock.now = night
     due = [u for t, u, _ in users_with_eligible_memories(now=night) if t == tenant_id and u == user_id]
     clustered = tuple(clustering_run_now(tenant_id=tenant_id, user_id=u, trigger=RunTrigger.BEAT).run.status
@@ -189,7 +202,7 @@ def night_run(*, tenant_id: int, user_id: str, night: datetime, beat: Beat, cloc
         if scopes:
             outcomes = reflection_user_run_now(tenant_id=tenant_id, user_id=user_id, trigger=RunTrigger.BEAT)
             reflected = tuple(o.run.status for o in outcomes)
-    return NightRuns(clustered, reflected)
+    return NightRuns(clustered, reflected, decayed)
 
 
 def arrive(*, tenant_id: int, items: Sequence[services.MemoryInput], clock: Clock) -> None:
@@ -288,21 +301,22 @@ class Totals:
 
 
 def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nights: int = IDLE_NIGHTS,
-                     say: Say) -> dict[str, Any]:
-    """1. each user: replay its nights on the simulated clock (beat's jobs as scheduled), the raw store fed the
-    same turns; 2. ask the questions of both stores; 3. `idle_nights` more nights without input. Returns the
+                     lifecycle: bool = False, say: Say) -> dict[str, Any]:
+    """Each user in a tenant of its own (its calendar is its own, and the lifecycle works tenant-wide): 1. replay
+    its nights on the simulated clock (beat's jobs as scheduled, with the lifecycle when asked), a raw store fed
+    the same turns; 2. ask the questions of both stores; 3. `idle_nights` more nights without input. Returns the
     figures of the module's docstring."""
     started = time.perf_counter()
-    tenant, raw = evaluation_tenant("nightly"), evaluation_tenant("unclustered")
-    window = timedelta(hours=policy_for(tenant_id=tenant.id).clustering.recency_window_hours)
-    beat, totals = Beat.of(), Totals()
+    beat, totals = Beat.of(lifecycle=lifecycle), Totals()
     clock = Clock(timezone.now())
     with clock.running():
         for one in replayed:
+            tenant, raw = evaluation_tenant("nightly"), evaluation_tenant("unclustered")
+            window = timedelta(hours=policy_for(tenant_id=tenant.id).clustering.recency_window_hours)
             last = _replay(one, tenant.id, raw.id, nights, window, beat, clock, totals, say)
             _compare(one, tenant.id, raw.id, totals)
             _idle(one, tenant.id, last, idle_nights, beat, clock, totals, say)
-    return _figures(totals, replayed, round(time.perf_counter() - started, 1))
+    return {"lifecycle": lifecycle, **_figures(totals, replayed, round(time.perf_counter() - started, 1))}
 
 
 def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timedelta, beat: Beat, clock: Clock,
@@ -321,7 +335,8 @@ def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timede
         row = _night_row(one, tenant_id, raw_id, night, runs, arrived, totals)
         totals.per_night.append(row)
         say(f"{one.user_id} night {number}/{len(schedule)} {night:%a %Y-%m-%d %H:%M}: +{len(due)} turns, "
-            f"clustering {','.join(runs.clustering) or '-'}, reflection {','.join(runs.reflection) or '-'}; "
+            f"clustering {','.join(runs.clustering) or '-'}, reflection {','.join(runs.reflection) or '-'}"
+            f"{', lifecycle ' + ','.join(runs.lifecycle) if runs.lifecycle else ''}; "
             f"active {row['active']}/{row['raw']}, chars {row['chars']}/{row['raw_chars']}, evidence survival "
             f"{row['evidence_survival']}, statements lost {row['statements_lost']}")
     totals.nights += len(schedule)
@@ -347,7 +362,7 @@ def _night_row(one: Replayed, tenant_id: int, raw_id: int, night: datetime, runs
         totals.lost_samples[one.user_id] = [s.text for s in lost[:SAMPLES]]
     return {"user": one.user_id, "night": night.isoformat(), "arrived": arrived, "active": active, "raw": raw_active,
             "chars": chars, "raw_chars": raw_chars, "evidence_survival": survival, "statements_lost": len(lost),
-            "clustering": list(runs.clustering), "reflection": list(runs.reflection)}
+            "clustering": list(runs.clustering), "reflection": list(runs.reflection), "lifecycle": list(runs.lifecycle)}
 
 
 def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None:

@@ -114,7 +114,7 @@ def longmemeval_run(*, root: Path = longmemeval.DEFAULT_PATH, variant: str = "or
 
 
 def nightly_run(*, data: str, path: Path | None = None, split: str = ALL, limit: int = 0, nights: int = 0,
-                idle_nights: int = nightly.IDLE_NIGHTS, say: Say) -> dict[str, Any]:
+                idle_nights: int = nightly.IDLE_NIGHTS, lifecycle: bool = False, say: Say) -> dict[str, Any]:
     """`evaluate nightly` on LoCoMo conversations or LongMemEval (oracle) questions, one user each."""
     replayed: list[nightly.Replayed]
     if data == "locomo":
@@ -125,7 +125,8 @@ def nightly_run(*, data: str, path: Path | None = None, split: str = ALL, limit:
         questions = longmemeval_questions(path or longmemeval.DEFAULT_PATH, "oracle", split=split, limit=limit)
         chosen, replayed = questions, [nightly.from_longmemeval(q) for q in questions.items]
     with override_settings(**NO_LLM):
-        result = nightly.evaluate_nightly(replayed=replayed, nights=nights, idle_nights=idle_nights, say=say)
+        result = nightly.evaluate_nightly(replayed=replayed, nights=nights, idle_nights=idle_nights,
+                                          lifecycle=lifecycle, say=say)
     return chosen.label({"data": data, **result})
 
 

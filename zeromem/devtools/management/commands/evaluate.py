@@ -64,6 +64,8 @@ class Command(BaseCommand):
         night.add_argument("--nights", type=int, default=0, help="only each conversation's first N nights (0 = all)")
         night.add_argument("--idle-nights", type=int, default=nightly.IDLE_NIGHTS,
                            help="nights without input after the last one (default %(default)s)")
+        night.add_argument("--lifecycle", action="store_true",
+                           help="also the daily lifecycle (decay, retention, purge) at its scheduled time")
         for evaluation in (run, cases, merges, profiles, lme, ops, night):
             evaluation.add_argument("--split", choices=(*SPLITS, ALL), default=ALL,
                                     help="the frozen split's dev or test half, or all items (default)")
@@ -145,7 +147,8 @@ class Command(BaseCommand):
     def _nightly(self, options: dict[str, Any]) -> None:
         result = runs.nightly_run(data=options["data"], path=Path(options["path"]) if options["path"] else None,
                                   split=options["split"], limit=options["conversations"], nights=options["nights"],
-                                  idle_nights=options["idle_nights"], say=self.stderr.write)
+                                  idle_nights=options["idle_nights"], lifecycle=options["lifecycle"],
+                                  say=self.stderr.write)
         self.stderr.write(", ".join(f"{key} {result.get(key)}" for key in nightly.HEADLINE if key in result)
                           + f"; {result['seconds']} s")
         self._emit(result, options)
