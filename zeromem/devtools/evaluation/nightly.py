@@ -298,6 +298,7 @@ class Totals:
     lost_samples: dict[str, list[str]] = field(default_factory=dict)  # per user, after its latest night that lost any
     lost_idle_samples: list[str] = field(default_factory=list)
     evidence_samples: list[str] = field(default_factory=list)  # evidence turns no active memory states
+    idle_changed_nights: list[dict[str, Any]] = field(default_factory=list)  # the idle nights that changed any
 
 
 def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nights: int = IDLE_NIGHTS,
@@ -391,13 +392,17 @@ def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None
 
 def _idle(one: Replayed, tenant_id: int, last: datetime, idle_nights: int, beat: Beat, clock: Clock, totals: Totals,
           say: Say) -> None:
-    """`idle_nights` calendar nights after the last one with no input; what changes after the first is counted."""
-    previous: Snapshot | None = None
+    """`idle_nights` calendar nights after the last one with no input; what changes after the first is counted
+    (the first may still do what the last night's schedule left: a reflection, the last session aging)."""
+    previous = snapshot(tenant_id, one.user_id)
     changed = 0
     for day in range(1, idle_nights + 1):
         night_run(tenant_id=tenant_id, user_id=one.user_id, night=last + timedelta(days=day), beat=beat, clock=clock)
         now = snapshot(tenant_id, one.user_id)
-        changed += changes(previous, now) if previous is not None else 0
+        count = changes(previous, now)
+        if count:
+            totals.idle_changed_nights.append({"user": one.user_id, "idle_night": day, "changes": count})
+        changed += count if day > 1 else 0
         previous = now
     totals.idle_nights = idle_nights
     totals.idle_changes += changed
@@ -435,6 +440,7 @@ def _figures(totals: Totals, replayed: Sequence[Replayed], seconds: float) -> di
         "chars_raw": totals.raw[1], "chars_after": totals.after[1],
         "chars_ratio": _ratio(totals.after[1], totals.raw[1]),
         "idle_nights": totals.idle_nights, "idle_changes": totals.idle_changes,
+        "idle_changed_nights": totals.idle_changed_nights[:SAMPLES * 4],
         "seconds": seconds, "per_night": totals.per_night,
         "samples": {"statements_lost": [t for texts in totals.lost_samples.values() for t in texts][:SAMPLES * 4],
                     "statements_lost_idle": totals.lost_idle_samples[:SAMPLES * 4],
