@@ -3,8 +3,9 @@ is one user replayed in date order on a simulated clock: its turns arrive sessio
 service, and at each night's scheduled time runs what beat would run then (consolidation/schedules.py) — the daily
 clustering fan-out for the users it finds due (`users_with_eligible_memories`, the recency window and the current
 session as configured, never forced) and, on the weekly reflection's day, the reflection of every eligible scope.
-Later nights thus fold what earlier nights wrote. A raw store (every arrived turn, never clustered) is the
-reference. After the last night the store lives `idle_nights` more calendar nights with no new input.
+Later nights thus fold what earlier nights wrote. With `lifecycle`, the daily lifecycle (decay, retention, purge)
+runs too, at its own time. A raw store (every arrived turn, never clustered) is the reference. After the last night
+the store lives `idle_nights` more calendar nights with no new input.
 
 Nights replayed: for each session day, the night after it, the first night its turns are past the recency window,
 and the first weekly-reflection night after that. The other calendar nights of the span bring nothing new to a
