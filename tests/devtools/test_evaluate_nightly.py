@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.db.models import F
 
 from consolidation.models import ConsolidationRun
+from tests.devtools.test_evaluate_longmemeval import QUESTIONS as LME_QUESTIONS
 from zeromem.devtools.evaluation.nightly import HEADLINE, Beat, Snapshot, calendar, changes
 from zeromem.models import Memory, MemorySource, MemoryType
 
@@ -93,3 +94,19 @@ def _extended_by_a_later_night() -> bool:
     night's run folded new turns into what an earlier night wrote (times are the simulated clock's)."""
     semantic = Memory.objects.filter(memory_type=MemoryType.SEMANTIC, tenant__name__startswith="evaluate-nightly-")
     return MemorySource.objects.filter(memory__in=semantic, source__created_at__gt=F("memory__created_at")).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_longmemeval_questions_are_replayed_too_and_report_current_above_stale(tmp_path):
+    (tmp_path / "oracle").mkdir()
+    for number, question in enumerate(LME_QUESTIONS):
+        (tmp_path / "oracle" / f"{number}_{question['question_id']}.json").write_text(json.dumps(question))
+    out = io.StringIO()
+    call_command("evaluate", "nightly", "--data", "longmemeval", "--path", str(tmp_path), "--idle-nights", "2",
+                 "--json", stdout=out, stderr=io.StringIO())
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+
+    assert set(HEADLINE) <= set(result) and (result["users"], result["questions"]) == (2, 2)
+    assert result["current_above_stale_before"] in (0.0, 1.0)  # over the one question with a stale turn
+    assert result["current_above_stale_after"] in (0.0, 1.0)
+    assert result["idle_changes"] == 0
