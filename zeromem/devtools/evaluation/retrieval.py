@@ -96,12 +96,12 @@ def question_scores(question: locomo.Question, hits: list[Memory], covers: dict[
         values[f"recall_at_{k}"] = len(evidence & covered) / len(evidence)
     values["budget_recall"] = budget_recall([(m.id, len(m.content)) for m in hits], covers, evidence)
     budget = [hits[i] for i in within_budget([len(m.content) for m in hits])]
-    values["budget_recall_text"] = len(_said_again(budget, covers, evidence, turn_words)) / len(evidence)
+    values["budget_recall_text"] = len(said_again(budget, covers, evidence, turn_words)) / len(evidence)
     values["answer_hit"] = float(answer_hit(question.answer, " ".join(m.content for m in budget)))
     return values
 
 
-def _said_again(budget: list[Memory], covers: dict[uuid.UUID, frozenset[str]], evidence: set[str],
+def said_again(budget: list[Memory], covers: dict[uuid.UUID, frozenset[str]], evidence: set[str],
                 turn_words: dict[str, frozenset[str]]) -> set[str]:
     """Evidence turns a memory in the budget cites and whose content words it still holds at least half of."""
     found = set()

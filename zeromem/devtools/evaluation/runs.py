@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import EXTRACTIVE
-from zeromem.devtools.evaluation import locomo, longmemeval, opsignals, updates
+from zeromem.devtools.evaluation import locomo, longmemeval, nightly, opsignals, updates
 from zeromem.devtools.evaluation.language import evaluate_language_run
 from zeromem.devtools.evaluation.merges import evaluate_merges
 from zeromem.devtools.evaluation.profiles import evaluate_profiles
@@ -111,6 +111,23 @@ def longmemeval_run(*, root: Path = longmemeval.DEFAULT_PATH, variant: str = "or
         result = longmemeval.evaluate_longmemeval(questions=chosen.items, cluster=cluster_forced,
                                                   progress=progress, report=say)
     return chosen.label(result)
+
+
+def nightly_run(*, data: str, path: Path | None = None, split: str = ALL, limit: int = 0, nights: int = 0,
+                idle_nights: int = nightly.IDLE_NIGHTS, lifecycle: bool = False, say: Say) -> dict[str, Any]:
+    """`evaluate nightly` on LoCoMo conversations or LongMemEval (oracle) questions, one user each."""
+    replayed: list[nightly.Replayed]
+    if data == "locomo":
+        conversations = locomo_conversations(path or locomo.DEFAULT_PATH, split=split, limit=limit)
+        chosen: Chosen[Any] = conversations
+        replayed = [nightly.from_locomo(c) for c in conversations.items]
+    else:
+        questions = longmemeval_questions(path or longmemeval.DEFAULT_PATH, "oracle", split=split, limit=limit)
+        chosen, replayed = questions, [nightly.from_longmemeval(q) for q in questions.items]
+    with override_settings(**NO_LLM):
+        result = nightly.evaluate_nightly(replayed=replayed, nights=nights, idle_nights=idle_nights,
+                                          lifecycle=lifecycle, say=say)
+    return chosen.label({"data": data, **result})
 
 
 def update_cases(path: Path, *, split: str, limit: int) -> Chosen[dict[str, Any]]:

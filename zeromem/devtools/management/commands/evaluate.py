@@ -11,7 +11,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from zeromem.devtools.evaluation import language as language_evaluation
-from zeromem.devtools.evaluation import locomo, longmemeval, runs, scoreboard, updates
+from zeromem.devtools.evaluation import locomo, longmemeval, nightly, runs, scoreboard, updates
 from zeromem.devtools.evaluation.opsignals import SCENARIOS
 from zeromem.devtools.evaluation.retrieval import CATEGORIES
 from zeromem.devtools.evaluation.splits import ALL, SPLITS
@@ -22,8 +22,10 @@ from zeromem.language.readers import READERS
 
 class Command(BaseCommand):
     help = ("Quality measured on ../shared/eval (own throwaway database). `evaluate locomo`: retrieval before "
-            "and after clustering. `--split dev|test` takes one half of the frozen split (tune on dev, report "
-            "test; default: every item). With --json the last stdout line is one JSON object.")
+            "and after clustering; `evaluate nightly`: each conversation replayed night by night on a simulated "
+            "clock, beat's jobs as scheduled, then a year of idle nights. `--split dev|test` takes one half of the "
+            "frozen split (tune on dev, report test; default: every item). With --json the last stdout line is one "
+            "JSON object.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="which", required=True)
@@ -52,7 +54,19 @@ class Command(BaseCommand):
         ops.add_argument("--scenario", choices=SCENARIOS, default="incident",
                          help="incident: latency, errors, alerts of one outage; capacity: six days of other readings "
                               "and a few configuration changes that should be superseded")
-        for evaluation in (run, cases, merges, profiles, lme, ops):
+        night = sub.add_parser("nightly", help="a year of nights: conversations replayed one session day at a time "
+                                               "with the scheduled clustering and weekly reflection, then idle nights")
+        night.add_argument("--data", choices=("locomo", "longmemeval"), default="locomo")
+        night.add_argument("--path", default=None, help="the LoCoMo json, or a folder holding LongMemEval's oracle/ "
+                                                       "(default: in ../shared/eval/)")
+        night.add_argument("--conversations", type=int, default=0,
+                           help="only the first N conversations (LongMemEval: questions; 0 = all)")
+        night.add_argument("--nights", type=int, default=0, help="only each conversation's first N nights (0 = all)")
+        night.add_argument("--idle-nights", type=int, default=nightly.IDLE_NIGHTS,
+                           help="nights without input after the last one (default %(default)s)")
+        night.add_argument("--lifecycle", action="store_true",
+                           help="also the daily lifecycle (decay, retention, purge) at its scheduled time")
+        for evaluation in (run, cases, merges, profiles, lme, ops, night):
             evaluation.add_argument("--split", choices=(*SPLITS, ALL), default=ALL,
                                     help="the frozen split's dev or test half, or all items (default)")
             evaluation.add_argument("--json", action="store_true")
@@ -78,7 +92,8 @@ class Command(BaseCommand):
         # Each evaluation's tenant runs without the safety net (`evaluation_tenant`): it measures retrieval itself.
         handler = {"locomo": self._locomo, "updates": self._updates, "profiles": self._profiles,
                    "longmemeval": self._longmemeval, "opsignals": self._opsignals, "merges": self._merges,
-                   "scoreboard": self._scoreboard, "language": self._language}[which]
+                   "scoreboard": self._scoreboard, "language": self._language,
+                   "nightly": self._nightly}[which]
         try:
             handler(options)
         except runs.NothingToEvaluate as error:
@@ -128,6 +143,15 @@ class Command(BaseCommand):
             cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR), report=self.stderr.write)
         if options["json"]:
             self.stdout.write(json.dumps(outcome))
+
+    def _nightly(self, options: dict[str, Any]) -> None:
+        result = runs.nightly_run(data=options["data"], path=Path(options["path"]) if options["path"] else None,
+                                  split=options["split"], limit=options["conversations"], nights=options["nights"],
+                                  idle_nights=options["idle_nights"], lifecycle=options["lifecycle"],
+                                  say=self.stderr.write)
+        self.stderr.write(", ".join(f"{key} {result.get(key)}" for key in nightly.HEADLINE if key in result)
+                          + f"; {result['seconds']} s")
+        self._emit(result, options)
 
     def _opsignals(self, options: dict[str, Any]) -> None:
         outcome = runs.opsignals_run(now=timezone.now(), split=options["split"], window_as=options["window_as"],
