@@ -12,18 +12,16 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from django.db.models import F
 
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, LedgerEntry
 from tests.devtools.test_evaluate_longmemeval import QUESTIONS as LME_QUESTIONS
 from zeromem.devtools.evaluation.nightly import HEADLINE, Beat, Snapshot, calendar, changes
-from zeromem.models import Memory, MemorySource, MemoryType
 
 BEAT = Beat.of()
 WINDOW = timedelta(hours=48)
 SATURDAY_AFTERNOON = datetime(2023, 5, 6, 13, 56, tzinfo=UTC)
 
-# Four sessions a few days apart; each says again, in other words, what Mel's dog is and does, beside filler.
+# Five sessions, two of them on one day; each says again, in other words, what Mel's dog is and does, beside filler.
 SESSIONS = [
     ("1:56 pm on 6 May, 2023", ["Mel: I adopted a golden retriever puppy called Max from the shelter last week.",
                                 "Caroline: A golden retriever! What is Max like?",
@@ -39,6 +37,9 @@ SESSIONS = [
                                  "Caroline: At pottery on Tuesday I glazed the bowls at the community centre."]),
     ("9:05 am on 16 May, 2023", ["Mel: We signed Max up for agility classes on Saturdays.",
                                  "Caroline: Agility sounds like fun for a retriever."]),
+    # Listed last, said on the evening of the first day: turns arrive by date, whatever their order in the data.
+    ("8:15 pm on 6 May, 2023", ["Mel: Max, our golden retriever puppy from the shelter, loves the beach and the waves.",
+                                "Caroline: Pottery at the community centre on Tuesdays is my favourite class."]),
 ]
 QA = [{"question": "What breed is Mel's dog?", "answer": "golden retriever", "evidence": ["D1:1"], "category": 4},
       {"question": "Where does Max run in the mornings?", "answer": "the beach", "evidence": ["D2:3"], "category": 4},
@@ -90,10 +91,9 @@ def test_a_replay_folds_what_earlier_nights_wrote_and_its_idle_nights_change_not
 
 
 def _extended_by_a_later_night() -> bool:
-    """A semantic memory of the replayed store cites a turn that arrived after the night that wrote it: a later
-    night's run folded new turns into what an earlier night wrote (times are the simulated clock's)."""
-    semantic = Memory.objects.filter(memory_type=MemoryType.SEMANTIC, tenant__name__startswith="evaluate-nightly-")
-    return MemorySource.objects.filter(memory__in=semantic, source__created_at__gt=F("memory__created_at")).exists()
+    """A later night's run folded turns into a semantic memory an earlier night wrote (a merge into a base): the
+    evening session of 6 May is the user's newest until 9 May, so it waits a night longer than the morning's."""
+    return LedgerEntry.objects.filter(action="merge", run__kind="clustering", inputs__base__isnull=False).exists()
 
 
 @pytest.mark.django_db(transaction=True)

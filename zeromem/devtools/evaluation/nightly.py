@@ -386,7 +386,7 @@ def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None
         question = one.lme
         before = longmemeval.measure_before(raw_id, one.user_id, question, longmemeval.coverage(raw_id))
         result, _ = longmemeval.measure_after(tenant_id, one.user_id, question, longmemeval.coverage(tenant_id),
-                                              before, 0)
+                                              before, 0, statements.lost(tenant_id, one.user_id))
         totals.above_before.append(before.above)
         totals.above_after.append(bool(result.current_above_stale_after))
 
