@@ -27,7 +27,7 @@ def say(tenant, text, *, at, session, entities=()):
 
 def history(tenant, now):
     """A merge, a supersede and a flagged contradiction, from one clustering run."""
-    ids = [say(tenant, text, at=now - (20 + i) * DAY, session=f"r{i}", entities=REDIS_BILLING)
+    ids = [say(tenant, text, at=now - 20 * DAY + i * MINUTE, session=f"r{i}", entities=REDIS_BILLING)
            for i, text in enumerate(INCIDENTS)]
     old = say(tenant, "Max retries for the payment worker is 3.", at=now - 60 * DAY, session="a",
               entities=("payment-worker",))
