@@ -50,7 +50,7 @@ from zeromem.language.rules_tables.merging import (
     VOCATIVE,
 )
 from zeromem.language.rules_tables.text import STOP_WORDS
-from zeromem.language.values import names_of, normalised, values_of
+from zeromem.language.values import names_of, normalised, values_of, written_in
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 
@@ -132,9 +132,8 @@ def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
 
 def _named(values: frozenset[str], sentence: str, common_names: frozenset[str]) -> frozenset[str]:
     """The values that are no name common in the store nor a short form of one (the people talking: "That's so
-    cool, Deb!" of Deborah), unless the
-    sentence opens with it ("Garlic is my go-to ingredient.": a word the store also writes in lower case is common
-    too, yet here it is what the sentence is about)."""
+    cool, Deb!" of Deborah), unless the sentence opens with it ("Garlic is my go-to ingredient.": a word the store
+    also writes in lower case is common too, yet here it is what the sentence is about)."""
     opener = normalised(sentence).split(" ", 1)[0]
     return (values - names_of(values, common_names)) | (values & {opener})
 
@@ -278,7 +277,7 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
                  for anchored in [anchor_dates(text, member.on)])
 
 
-def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: str = "") -> list[str]:
+def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: str) -> list[str]:
     """The sentences that are not low-signal, a statement that looks like small talk ("Saturday works for me!":
     it carries a value by the parse), and a low-signal one the next kept sentence leans on ("Did your doctor say
     anything? They gave me tips.": without the question, "they" points at nothing)."""
@@ -313,11 +312,8 @@ def _statement_kept(candidate: _Sentence, kept: _Sentence) -> bool:
     writes every one of its values and most of its words ("Garlic is my go-to ingredient." is not said by "Cooking
     is my go-to.", nor a caption of two dogs in the grass by one of two dogs in a field)."""
     values = _parsed_values(candidate.text)
-    if not values:
-        return True
-    text = normalised(kept.text)
-    return all(re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text) for value in values) \
-        and len(candidate.words & kept.words) >= STATED_SHARE * len(candidate.words)
+    return not values or (written_in(values, kept.text)
+                          and len(candidate.words & kept.words) >= STATED_SHARE * len(candidate.words))
 
 
 @lru_cache(maxsize=8192)

@@ -19,7 +19,6 @@ memory drawn), one search per statement, one query for the texts of every hit, a
 from __future__ import annotations
 
 import random
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from zeromem.core.domain.policy import OmissionPolicy, Policy, SearchPolicy
 from zeromem.core.domain.recall import within_budget
 from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.core.selectors import MemoryFilter, memories_ranked
-from zeromem.language.values import values_of
+from zeromem.language.values import values_of, written_in
 from zeromem.models import Memory, MemoryState
 
 # The changes whose sources must still be stated: a merge's members, and the small talk archived (it may have
@@ -130,13 +129,8 @@ def statements_found(*, tenant_id: int, user_id: str, statements: Sequence[State
         read = [[ranking[i][0] for i in within_budget([length for _, length in ranking])] for ranking in rankings]
         texts = dict(Memory.objects.filter(id__in={m for hits in read for m in hits}, state=MemoryState.RAW)
                      .values_list("id", "content"))
-    return [any(states(s.values, texts.get(hit, "")) for hit in hits) for s, hits in zip(statements, read, strict=True)]
-
-
-def states(values: Sequence[str], text: str) -> bool:
-    """Every value appears in `text` as a whole (case and spacing aside): "3" is not found in "2023"."""
-    text = " ".join(text.lower().split())
-    return all(re.search(rf"(?<!\w){re.escape(' '.join(v.lower().split()))}(?!\w)", text) for v in values)
+    return [any(written_in(s.values, texts.get(hit, "")) for hit in hits)
+            for s, hits in zip(statements, read, strict=True)]
 
 
 def omission_check(*, run: ConsolidationRun, policy: OmissionPolicy, search: SearchPolicy) -> Omissions | None:

@@ -11,10 +11,11 @@ import pytest
 from consolidation.corrections.review import ReviewFilter, review_decide_runs, review_queue
 from consolidation.domain.merging import Chunk
 from consolidation.jobs import clustering as clustering_jobs
-from consolidation.jobs.omissions import READ_FACTOR, Omissions, sentences_drawn, statements_sampled, states
+from consolidation.jobs.omissions import READ_FACTOR, Omissions, sentences_drawn, statements_sampled
 from consolidation.models import ConsolidationRun, LedgerEntry
 from tests.consolidation.test_safety_net import INCIDENTS, cluster, incidents, with_neighbours, world
 from tests.factories import ingest
+from zeromem.language.values import written_in as states
 from zeromem.models import Memory
 
 pytestmark = [pytest.mark.operator, pytest.mark.usefixtures("hash_embedder")]

@@ -31,6 +31,13 @@ def normalised(text: str) -> str:
     return " ".join(text.translate(_APOSTROPHES).lower().split())
 
 
+def written_in(values: Iterable[str], text: str) -> bool:
+    """Every value appears in `text` as a whole (case, apostrophes and spacing aside): "3" is not found in "2023".
+    What an extractive text must write to still state a sentence's values."""
+    text = normalised(text)
+    return all(re.search(rf"(?<!\w){re.escape(normalised(value))}(?!\w)", text) for value in values)
+
+
 def values_of(sentences: Sequence[str], speakers: frozenset[str] = frozenset()) -> list[frozenset[str]]:
     """The values of each sentence (parsed in one batch); `speakers`: the names of the people talking,
     lower-cased."""
