@@ -578,18 +578,18 @@ class Ordered:
 
 
 def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence[str],
-                reader: Reader | None = None, query: str | None = None, features: Features = None) -> list[Ordered]:
+                reader: Reader | None = None, query: str | None = None, features: Features = None,
+                scores: Sequence[float] | None = None, recency: float = 0.0) -> list[Ordered]:
     """Search results in rank order, re-ordered only where two state the same attribute with different values:
     the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
-    newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, two
-    results that both speak of what it asks about, and of the same attribute, count as such a pair too."""
+    newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, the
+    results that speak of what it asks about (the reader's `about_asked`; not the assistant's turns) are ranked
+    again among their places by their `scores` with up to `recency` added by how new they are: of two about as
+    relevant, the newer answers for now."""
     claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
               for c in pickle.loads(_pickled_claims(text, at, role))]
-    links = _restated(claims, reader, features)
-    if reader is not None and query and reader.asks_now(query):
-        links += _answering(claims, reader, query, features)
     newer_of: dict[int, int] = {}
-    for older, newer in links:
+    for older, newer in _restated(claims, reader, features):
         if older not in newer_of or dates[newer] > dates[newer_of[older]]:
             newer_of[older] = newer
     order = list(range(len(texts)))
@@ -597,6 +597,8 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
         if order.index(newer) > order.index(older):
             order.remove(newer)
             order.insert(order.index(older), newer)
+    if reader is not None and query and scores is not None and recency > 0 and texts and reader.asks_now(query):
+        order = _answering_newer_first(order, texts, dates, roles, reader, query, scores, recency)
     return [Ordered(n, newer_of.get(n)) for n in order]
 
 
@@ -612,20 +614,25 @@ def _restated(claims: Sequence[Claim], reader: Reader | None, features: Features
     return [(f.older.memory, f.newer.memory) for f in verdicts if f.older.statement.at < f.newer.statement.at]
 
 
-def _answering(claims: Sequence[Claim], reader: Reader, query: str, features: Features = None
-               ) -> list[tuple[int, int]]:
-    """(older, newer) memories whose claims both speak of what the query asks about (the reader's same-attribute
-    judgement between the query and each claim), by a key of the query's they share: the newer answers for now."""
-    if not claims:
-        return []
-    asked = Said(query, min(c.statement.at for c in claims))
-    said = [said_of(c, features) for c in claims]
-    query_keys, *keys = reader.keys([asked, *said])
-    on_topic = [(c, k & query_keys) for c, k, same in zip(claims, keys, reader.same_attribute(
-        [(asked, s) for s in said]), strict=True) if same and k & query_keys]
-    return [(o.memory, n.memory) if o.statement.at < n.statement.at else (n.memory, o.memory)
-            for i, (o, ok) in enumerate(on_topic) for n, nk in on_topic[i + 1:]
-            if o.memory != n.memory and o.statement.at != n.statement.at and ok & nk]
+def _answering_newer_first(order: list[int], texts: Sequence[str], dates: Sequence[datetime],
+                           roles: Sequence[str], reader: Reader, query: str, scores: Sequence[float],
+                           recency: float) -> list[int]:
+    """The places of the results that speak of what the query asks about, refilled with them by score plus
+    `recency` times how new they are (the newest 1, the oldest 0, in proportion between); every other result keeps
+    its place."""
+    said = [n for n in order if roles[n] != "assistant"]
+    about = reader.about_asked(query, [Said(texts[n], dates[n]) for n in said])
+    answering = [n for n, on_topic in zip(said, about, strict=True) if on_topic]
+    if len(answering) < 2:
+        return order
+    oldest = min(dates[n] for n in answering)
+    span = (max(dates[n] for n in answering) - oldest).total_seconds()
+    if not span:
+        return order
+    ranked = iter(sorted(answering, key=lambda n: scores[n] + recency * (dates[n] - oldest).total_seconds() / span,
+                         reverse=True))
+    places = set(answering)
+    return [next(ranked) if n in places else n for n in order]
 
 
 @lru_cache(maxsize=20_000)

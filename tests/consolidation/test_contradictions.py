@@ -301,3 +301,24 @@ def test_a_cached_parse_orders_as_a_fresh_one():
     again = newer_first(texts, dates, ["user", "user"])  # from the cache
     assert first == again
     assert [o.index for o in again] == [1, 0] and again[1].earlier_than == 1
+
+
+def test_of_results_about_what_a_question_asks_now_the_newer_wins_a_near_tie():
+    """"How many kayaks do I own?": the older count ranks a little higher by its words; the newer takes its place.
+    A newer result about something else keeps its place, and a far better older result stays above."""
+    from zeromem.language.default import DefaultReader
+
+    texts = ["I own two kayaks and a paddleboard.", "My brother owns a sailboat now.", "I have three kayaks now."]
+    dates = [datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 6, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)]
+    query = "How many kayaks do I own?"
+    reader = DefaultReader()
+
+    def order(scores, recency):
+        return [o.index for o in newer_first(texts, dates, ["user"] * 3, reader=reader, query=query,
+                                             scores=scores, recency=recency)]
+
+    assert order([0.9, 0.85, 0.8], recency=0.0) == [0, 1, 2]
+    assert order([0.9, 0.85, 0.8], recency=0.2) == [2, 1, 0]  # the sailboat keeps its place
+    assert order([0.9, 0.85, 0.5], recency=0.2) == [0, 1, 2]  # far less relevant: no newness makes up for it
+    assert [o.index for o in newer_first(texts, dates, ["user"] * 3, reader=reader, query="When did I buy kayaks?",
+                                         scores=[0.9, 0.85, 0.8], recency=0.2)] == [0, 1, 2]  # asks about then

@@ -99,3 +99,25 @@ def test_values_of_one_attribute_changing_every_few_hours_are_readings_not_updat
     assert series(readings, hours=3) == []
     assert series(readings, hours=24 * 20)  # the same values weeks apart: each replaces the one before
     assert series(readings[:2], hours=3)  # two values are no series
+
+
+@pytest.mark.parametrize(("question", "asked"), [
+    ("How many kayaks do I own now?", {"kayak"}),  # the noun the wh-word grades
+    ("Which laptop do I use for work?", {"laptop"}),  # the noun the wh-word determines
+    ("What sort of tea does my sister drink?", {"sort", "tea"}),  # a classifier and what it is of
+    ("How long has my brother been living in Oslo?", {"brother"}),  # no wh-noun: the subject
+    ("Do I still swim at the lake?", {"lake"}),  # the subject is the speaker: what it names
+    ("Where has Priya moved to?", {"priya"}),  # a person only where nothing else is named
+])
+def test_what_a_question_asks_about(question, asked):
+    from zeromem.language.default import asked_things
+
+    assert asked_things(pipeline.nlp()(question)) == asked
+
+
+def test_a_text_speaks_of_what_is_asked_as_a_head_a_modifier_or_a_unit(reader):
+    texts = ["I sold one of my three kayaks last week.",  # the unit a number counts
+             "The kayak rack on my car is rusty.",  # a modifier of the phrase's head
+             "My sister bought a canoe."]  # something else
+    assert reader.about_asked("How many kayaks do I own now?", [Said(t, BASE) for t in texts]) == [
+        True, True, False]

@@ -345,7 +345,7 @@ def memories_search(*, scope: MemoryFilter, query: str, policy: SearchPolicy, to
     rows, ranked = _ranked(scope, query, top_k=top_k, fields=_RESULT_FIELDS, policy=policy)
     hits = [SearchHit(memory=_memory(rows[r.id]), score=r.score, bm25=r.bm25, cosine=r.cosine)
             for r in ranked if min_score is None or r.score > min_score]
-    return newer_statements_first(hits, query=query) if newer_first else hits
+    return newer_statements_first(hits, query=query, recency=policy.answering_recency) if newer_first else hits
 
 
 def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int, policy: SearchPolicy
@@ -368,13 +368,15 @@ def _memory(row: tuple[Any, ...]) -> Memory:
 _READER = DefaultReader()
 
 
-def newer_statements_first(hits: list[SearchHit], *, query: str | None = None) -> list[SearchHit]:
+def newer_statements_first(hits: list[SearchHit], *, query: str | None = None, recency: float = 0.0
+                           ) -> list[SearchHit]:
     """Where two results state the same attribute with different values, the newer (by the statements' own
-    dates) ranks just above the older, which is marked `earlier_than` it; everything else keeps its rank."""
+    dates) ranks just above the older, which is marked `earlier_than` it; where the query asks what holds now, the
+    results about what it asks are ranked again with `recency` added for the newest (`newer_first`)."""
     memories = [h.memory for h in hits]
     ordered = newer_first([m.content for m in memories], [m.valid_from or m.created_at for m in memories],
                           [m.role for m in memories], reader=_READER, query=query,
-                          features=[m.features for m in memories])
+                          features=[m.features for m in memories], scores=[h.score for h in hits], recency=recency)
     return [replace(hits[o.index], earlier_than=None if o.earlier_than is None else memories[o.earlier_than].id)
             for o in ordered]
 

@@ -52,6 +52,10 @@ class Reader(Protocol):
         """Does the question ask what holds now ("How much is my rent?"), not what happened once ("When did I…")?"""
         ...
 
+    def about_asked(self, question: str, said: Sequence[Said]) -> list[bool]:
+        """Does each text speak of what the question asks about ("How many bikes do I own?": the bikes)?"""
+        ...
+
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]: ...
 
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:

@@ -43,6 +43,7 @@ _CLIMB = frozenset({"pobj", "attr", "dobj", "acomp", "npadvmod", "appos", "nummo
 MIN_GAP = timedelta(hours=1)
 _MINILM_DIMENSION = 384
 # A format, not a word: a time, a version or a decimal written with digits ("7:40", "2.14.3").
+_WH = frozenset({"WDT", "WP", "WP$", "WRB"})  # Penn Treebank tags of wh-words ("which", "what", "how"): grammar
 _NUMERIC = re.compile(r"^v?\d+(?:[:.,/]\d+)+$")
 
 
@@ -94,6 +95,13 @@ class Reading:
     speaker: bool  # the speaker is the subject or the owner of what is described
     measured: bool  # a reading of a measured quantity at a moment
     event: bool  # a one-off: a past action on its own date, or one the speaker did not do
+
+    @property
+    def named(self) -> frozenset[str]:
+        """Every noun it names: the heads and modifiers of its noun phrases, and the units its values count."""
+        phrases = (*self.attributes, *(f.attribute for f in self.facts if not f.predicate))
+        return (frozenset(a.head for a in phrases).union(*(a.modifiers for a in phrases))
+                | frozenset(f.unit for f in self.facts if f.unit))
 
     @property
     def keys(self) -> frozenset[str]:
@@ -314,6 +322,36 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
     return tuple(found)
 
 
+def asked_things(doc: Any) -> frozenset[str]:
+    """What a question asks about, as lemmas: the noun its wh-word belongs to, with what that noun is of ("how many
+    bikes", "what type of vehicle model": type and model), else its subject where that is a thing ("how long have
+    my parents been staying": the parents), else every thing it names ("do I still go to the gym": the gym); a
+    person only where it names nothing else."""
+    for token in doc:
+        noun = _wh_noun(token) if token.tag_ in _WH else None
+        if noun is not None:
+            return frozenset({noun.lemma_.lower()} | {p.lemma_.lower() for prep in noun.children
+                                                      if prep.dep_ == "prep" and prep.lemma_.lower() == "of"
+                                                      for p in prep.children if p.dep_ == "pobj" and _is_thing(p)})
+    things = [c.root for c in doc.noun_chunks if _is_thing(c.root)]
+    # A person named is whom the question is about, not what it asks of them ("Where has Mel camped?").
+    unnamed = [t for t in things if t.ent_type_ != "PERSON"] or things
+    subjects = [t for t in unnamed if t.dep_ in ("nsubj", "nsubjpass")]
+    return frozenset(t.lemma_.lower() for t in subjects or unnamed)
+
+
+def _wh_noun(wh: Any) -> Any | None:
+    """The noun a wh-word determines, directly ("which car") or through the adjective it grades ("how many")."""
+    node = wh
+    while node.dep_ in ("det", "advmod", "amod", "npadvmod") and node.head.i != node.i:
+        node = node.head
+        if _is_thing(node):
+            return node
+        if node.pos_ not in ("ADJ", "ADV", "DET"):
+            return None
+    return None
+
+
 # --- judgements -------------------------------------------------------------------------------------------------
 
 def shared_facts(a: Reading, b: Reading) -> list[tuple[Fact, Fact]]:
@@ -409,6 +447,14 @@ class DefaultReader:
         root = next((t for t in nlp()(question) if t.dep_ == "ROOT"), None)
         verbs = [root, *(c for c in root.children if c.dep_ in ("aux", "auxpass"))] if root is not None else []
         return not any("Past" in t.morph.get("Tense") and "Fin" in t.morph.get("VerbForm") for t in verbs)
+
+    def about_asked(self, question: str, said: Sequence[Said]) -> list[bool]:
+        """Whether each text names what the question asks about (`asked_things`), as a noun phrase's head or
+        modifier ("my total species count" names the species) or the unit a value counts."""
+        from zeromem.language.pipeline import nlp
+
+        asked = asked_things(nlp()(question))
+        return [bool(asked & r.named) for r in read_said(said)]
 
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         """The learned head on each text's stored MiniLM vector; without one (another embedder, none stored) a

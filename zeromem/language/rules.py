@@ -25,6 +25,10 @@ class RulesReader:
     def asks_now(self, question: str) -> bool:
         return True  # the rules never told the two apart
 
+    def about_asked(self, question: str, said: Sequence[Said]) -> list[bool]:
+        asked = Statement.parse(question, said[0].at) if said else None
+        return [bool(asked and _same(asked, Statement.parse(s.text, s.at))) for s in said]
+
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         return [is_chatter(s.text) for s in said]
 
