@@ -371,12 +371,17 @@ _EPOCH = datetime(2000, 1, 1)  # claims_of needs a date; a clause's text does no
 
 
 def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) -> list[dict[str, Any]]:
-    """What the reader keeps of each memory's claims, to store with the memory: {"claims": {clause: features}}
-    (empty for a memory that claims nothing, so it is never parsed again). Parsed in one batch."""
+    """What the reader keeps of each memory's claims and, but for the assistant's turns, of its whole text (what
+    search asks `about_asked`), to store with the memory: {"claims": {clause: features}, "text": features}
+    (claims empty for a memory that claims nothing, so it is never parsed again). Parsed in one batch."""
     clauses = [[c.text for c in claims_of(0, text, _EPOCH, role=role, scope=None)]
                for text, role in zip(texts, roles, strict=True)]
-    found = iter(reader.features([c for memory in clauses for c in memory]))
-    return [{"claims": {clause: next(found) for clause in memory}} for memory in clauses]
+    whole = [n for n, role in enumerate(roles) if role != "assistant"]
+    found = iter(reader.features([c for memory in clauses for c in memory] + [texts[n] for n in whole]))
+    features: list[dict[str, Any]] = [{"claims": {clause: next(found) for clause in memory}} for memory in clauses]
+    for n in whole:
+        features[n]["text"] = next(found)
+    return features
 
 
 Features = Sequence[Mapping[str, Any] | None] | None  # stored features by memory index (`memory_features`)
@@ -598,7 +603,7 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
             order.remove(newer)
             order.insert(order.index(older), newer)
     if reader is not None and query and scores is not None and recency > 0 and texts and reader.asks_now(query):
-        order = _answering_newer_first(order, texts, dates, roles, reader, query, scores, recency)
+        order = _answering_newer_first(order, texts, dates, roles, reader, query, scores, recency, features)
     return [Ordered(n, newer_of.get(n)) for n in order]
 
 
@@ -616,12 +621,13 @@ def _restated(claims: Sequence[Claim], reader: Reader | None, features: Features
 
 def _answering_newer_first(order: list[int], texts: Sequence[str], dates: Sequence[datetime],
                            roles: Sequence[str], reader: Reader, query: str, scores: Sequence[float],
-                           recency: float) -> list[int]:
+                           recency: float, features: Features = None) -> list[int]:
     """The places of the results that speak of what the query asks about, refilled with them by score plus
     `recency` times how new they are (the newest 1, the oldest 0, in proportion between); every other result keeps
     its place."""
     said = [n for n in order if roles[n] != "assistant"]
-    about = reader.about_asked(query, [Said(texts[n], dates[n]) for n in said])
+    stored = [(features[n] or {}).get("text") if features is not None else None for n in said]
+    about = reader.about_asked(query, [Said(texts[n], dates[n], features=f) for n, f in zip(said, stored, strict=True)])
     answering = [n for n, on_topic in zip(said, about, strict=True) if on_topic]
     if len(answering) < 2:
         return order

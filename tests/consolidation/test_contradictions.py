@@ -322,3 +322,18 @@ def test_of_results_about_what_a_question_asks_now_the_newer_wins_a_near_tie():
     assert order([0.9, 0.85, 0.5], recency=0.2) == [0, 1, 2]  # far less relevant: no newness makes up for it
     assert [o.index for o in newer_first(texts, dates, ["user"] * 3, reader=reader, query="When did I buy kayaks?",
                                          scores=[0.9, 0.85, 0.8], recency=0.2)] == [0, 1, 2]  # asks about then
+
+
+def test_search_asks_the_stored_parse_of_a_whole_text_what_it_speaks_of():
+    """A memory's text is parsed once in its life: what it names comes from its stored reading, not the text."""
+    from zeromem.language.default import DefaultReader, read, reading_json
+
+    texts = ["I own two kayaks and a paddleboard.", "I have three canoes now."]
+    dates = [datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)]
+    as_if_kayaks = reading_json(read(["I have three kayaks now."])[0])
+    ordered = newer_first(texts, dates, ["user"] * 2, reader=DefaultReader(), query="How many kayaks do I own?",
+                          features=[None, {"claims": {}, "text": as_if_kayaks}], scores=[0.9, 0.8], recency=0.2)
+    assert [o.index for o in ordered] == [1, 0]
+    unread = newer_first(texts, dates, ["user"] * 2, reader=DefaultReader(), query="How many kayaks do I own?",
+                         features=None, scores=[0.9, 0.8], recency=0.2)
+    assert [o.index for o in unread] == [0, 1]

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -322,6 +323,21 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=1024)
+def _question(question: str) -> tuple[bool, frozenset[str]]:
+    """(asks now, what it asks about), parsed once: an agent asks the same questions again."""
+    from zeromem.language.pipeline import nlp
+
+    doc = nlp()(question)
+    return asks_now(doc), asked_things(doc)
+
+
+def asks_now(doc: Any) -> bool:
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    verbs = [root, *(c for c in root.children if c.dep_ in ("aux", "auxpass"))] if root is not None else []
+    return not any("Past" in t.morph.get("Tense") and "Fin" in t.morph.get("VerbForm") for t in verbs)
+
+
 def asked_things(doc: Any) -> frozenset[str]:
     """What a question asks about, as lemmas: the noun its wh-word belongs to, with what that noun is of ("how many
     bikes", "what type of vehicle model": type and model), else its subject where that is a thing ("how long have
@@ -442,18 +458,12 @@ class DefaultReader:
     def asks_now(self, question: str) -> bool:
         """Present tense on the question's main verb or its auxiliary: "How many bikes do I own?" asks now, "When
         did I buy the bike?" asks about then."""
-        from zeromem.language.pipeline import nlp
-
-        root = next((t for t in nlp()(question) if t.dep_ == "ROOT"), None)
-        verbs = [root, *(c for c in root.children if c.dep_ in ("aux", "auxpass"))] if root is not None else []
-        return not any("Past" in t.morph.get("Tense") and "Fin" in t.morph.get("VerbForm") for t in verbs)
+        return _question(question)[0]
 
     def about_asked(self, question: str, said: Sequence[Said]) -> list[bool]:
         """Whether each text names what the question asks about (`asked_things`), as a noun phrase's head or
         modifier ("my total species count" names the species) or the unit a value counts."""
-        from zeromem.language.pipeline import nlp
-
-        asked = asked_things(nlp()(question))
+        asked = _question(question)[1]
         return [bool(asked & r.named) for r in read_said(said)]
 
     def chatter(self, said: Sequence[Said]) -> list[bool]:
