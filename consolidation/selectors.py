@@ -104,12 +104,19 @@ class MemoryRow:
     content: str
     content_hash: str
     created_at: datetime
+    insertion_order: int
     importance: float
     window: str | None
 
     @property
     def is_semantic(self) -> bool:
         return self.memory_type == MemoryType.SEMANTIC
+
+    @property
+    def written(self) -> tuple[datetime, int]:
+        """Sort key in the order memories were written: by created_at, then by insertion (an import of a chat gives
+        every turn of a session the same created_at)."""
+        return self.created_at, self.insertion_order
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
@@ -145,6 +152,11 @@ class ClusteringRow(MemoryRow):
         """When the statement was made: its own validity start (its created_at where unset), never a run's time."""
         return self.valid_from or self.created_at
 
+    @property
+    def said(self) -> tuple[datetime, int]:
+        """Sort key in the order statements were said: by `said_at`, then in the order they were written."""
+        return self.said_at, self.insertion_order
+
     @classmethod
     def of(cls, values: dict[str, Any]) -> Self:
         return super().of({**values, "kind": MemoryKind(values["kind"]), "entities": tuple(values["entities"]),
@@ -165,7 +177,7 @@ class Loaded:
 def clustering_input(queryset: QuerySet[Memory], dimension: int) -> Loaded:
     # Vectors in pgvector's binary form (vector_send: a 4-byte header, then big-endian float4s): parsing 10,000
     # of them as text took longer than the query.
-    values = list(queryset.order_by("created_at", "content_hash", "id")  # reproducible order
+    values = list(queryset.order_by("created_at", "insertion_order")  # the order they were said in, reproducibly
                   .annotate(vector_bytes=RawSQL("vector_send(embedding)", []))
                   .values(*ClusteringRow.columns(), "vector_bytes"))
     has_vector = [v["vector_bytes"] is not None for v in values]
@@ -216,7 +228,7 @@ def reflection_candidates(scope: ReflectionScope, *, force: bool, limit: int) ->
         current = current_session_filter(tenant_id=scope.tenant_id, user_id=scope.user_id)
         if current is not None:
             inputs = inputs.exclude(current & Q(memory_type__in=EPISODIC_TYPES))
-    values = inputs.order_by("-created_at", "id").values(*MemoryRow.columns())[:limit]
+    values = inputs.order_by("-created_at", "-insertion_order").values(*MemoryRow.columns())[:limit]
     return [MemoryRow.of(value) for value in values]
 
 

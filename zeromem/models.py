@@ -72,6 +72,10 @@ class MemoryKind(models.TextChoices):
     META = "meta"
 
 
+# Numbers Memory.insertion_order (created, backfilled and owned by the migration memory_insertion_order).
+INSERTION_ORDER_SEQUENCE = "zeromem_memory_insertion_order"
+
+
 class Memory(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memories")
@@ -108,6 +112,13 @@ class Memory(models.Model):
     stability_score = models.FloatField(default=0.0)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
+    # The order memories were written in, from a database sequence at insert (no value is ever sent, so
+    # concurrent writers and bulk imports number in commit-independent, increasing order): the tie-break after
+    # created_at, since a batch import of a chat gives every turn of a session the same created_at.
+    insertion_order = models.BigIntegerField(db_default=models.Func(models.Value(INSERTION_ORDER_SEQUENCE),
+                                                                    function="nextval",
+                                                                    output_field=models.BigIntegerField()),
+                                             editable=False)
     updated_at = models.DateTimeField(auto_now=True)
     consolidated_at = models.DateTimeField(null=True, blank=True)
     reflected_at = models.DateTimeField(null=True, blank=True)

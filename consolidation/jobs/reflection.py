@@ -465,7 +465,7 @@ def plan_reflection(scope: ReflectionScope, *, force: bool, policy: ReflectionPo
     rows = reflection_candidates(scope, force=force, limit=recent + size * max_calls)
     plan = plan_batches([Candidate(r.created_at, r.importance, r.window) for r in rows], recent=recent,
                         size=size, min_remaining=policy.min_remaining, max_calls=max_calls)
-    return [Batch(sorted([rows[i] for i in indexes], key=lambda r: r.created_at)) for indexes in plan]
+    return [Batch(sorted([rows[i] for i in indexes], key=lambda r: r.written)) for indexes in plan]
 
 
 Answered = list[tuple[Batch, CallResult | Exception]]  # batches whose shared calls were already made
@@ -580,7 +580,7 @@ def shared_calls(*, tenant_id: int, scopes: list[ReflectionScope], force: bool, 
     plans = [plan_reflection(scope, force=force, policy=policy) for scope in scopes]
     rows = [[row for batch in plan for row in batch.rows] for plan in plans]
     calls = [[(piece.scope, Batch(sorted((rows[piece.scope][i] for i in piece.indexes),
-                                         key=lambda r: r.created_at))) for piece in call]
+                                         key=lambda r: r.written))) for piece in call]
              for call in pack_calls([_positions(plan) for plan in plans],
                                     per_call=policy.shared_call, per_scope=policy.batch)]
 

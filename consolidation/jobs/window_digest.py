@@ -72,7 +72,7 @@ def _members(tenant_id: int, user_id: str, scope: Scope, read: list[uuid.UUID]) 
                                       entity_id=entity_id, window=window, state=MemoryState.RAW)
                 .filter(Q(id__in=read) | Q(source_links__source_memory_id__in=read)
                         | Q(memory_type=MemoryType.SEMANTIC, metadata__contains={"source_type": DIGEST}))
-                .distinct().order_by("created_at", "id"))
+                .distinct().order_by("created_at", "insertion_order"))
 
 
 def _events_under(members: Sequence[Memory]) -> dict[uuid.UUID, Events]:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 DEFAULT_PATH = Path(__file__).resolve().parents[4] / "shared" / "eval" / "locomo" / "locomo10.json"
 _SESSION = re.compile(r"^session_(\d+)$")
 _DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+# A session gives one date and time: its turns are dated this far apart in the order they were said (as the
+# LongMemEval reader does), so nothing downstream has to guess the order of turns that share a timestamp. The
+# latest session starts at 22:00 with 19 turns: no session's turns cross into the next day.
+TURN_STEP = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,9 @@ def _turns(conversation: dict[str, object]) -> list[Turn]:
         match = _SESSION.match(key)
         if not match or not isinstance(value, list):
             continue
-        at = session_time(str(conversation[f"{key}_date_time"]))
+        start = session_time(str(conversation[f"{key}_date_time"]))
         turns += [Turn(dia_id=t["dia_id"], speaker=t["speaker"], session=int(match.group(1)),
-                       text=turn_text(t), at=at) for t in value]
+                       text=turn_text(t), at=start + TURN_STEP * position) for position, t in enumerate(value)]
     return sorted(turns, key=lambda t: (t.session, int(t.dia_id.split(":")[1])))
 
 
