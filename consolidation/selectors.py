@@ -34,7 +34,7 @@ def current_session_filter(*, tenant_id: int, user_id: str) -> Q | None:
     """Matches the user's current session: the session of their newest memory (a memory without a
     session_id belongs to its UTC day). None when the user has no memories."""
     newest = (Memory.objects.filter(tenant_id=tenant_id, user_id=user_id).exclude(memory_type=MemoryType.SEMANTIC)
-              .order_by("-created_at").values("session_id", "created_at").first())
+              .order_by("-created_at", "-insertion_order").values("session_id", "created_at").first())
     if newest is None:
         return None
     if newest["session_id"]:
@@ -258,7 +258,7 @@ def _outside_current_session(rows: QuerySet[Memory]) -> QuerySet[Memory]:
     """Drop each user's current-session episodes (as `reflection_candidates` does for one user), set-based: the
     session of the user's newest episode, or its UTC day when it has no session_id, by a correlated subquery."""
     newest = (Memory.objects.filter(tenant_id=OuterRef("tenant_id"), user_id=OuterRef("user_id"))
-              .exclude(memory_type=MemoryType.SEMANTIC).order_by("-created_at"))
+              .exclude(memory_type=MemoryType.SEMANTIC).order_by("-created_at", "-insertion_order"))
     rows = rows.annotate(current_session=Subquery(newest.values("session_id")[:1]),
                          current_day=Subquery(newest.annotate(day=TruncDate("created_at")).values("day")[:1]))
     in_current = (Q(current_session__isnull=False, session_id=F("current_session"))

@@ -253,7 +253,7 @@ def _fold_session(units: list[Merge], loaded: Loaded, limit: int, floor: float, 
     """A session's units folded window by window: at most FOLD_WINDOW of them in the order they were said, so a
     session of any length costs the same per unit (a pair matrix of FOLD_WINDOW², a bounded number of merges)."""
     if len(units) > FOLD_WINDOW:
-        units = sorted(units, key=lambda u: min(loaded.rows[i].said_at for i in u.members))
+        units = sorted(units, key=lambda u: min(loaded.rows[i].said for i in u.members))
     return [folded for start in range(0, len(units), FOLD_WINDOW)
             for folded in _fold_window(units[start:start + FOLD_WINDOW], loaded, limit, floor, common, meaning)]
 
@@ -297,7 +297,7 @@ def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, limit: int
     """The two units as one merged text of their members in said order, or None where it does not fit in one
     piece. (Packed to `limit`, a text that does not fit would become two, and a second one too thin to write would
     leave its members cited by the first without a word of theirs.)"""
-    members = sorted([*first.members, *second.members], key=lambda i: loaded.rows[i].said_at)
+    members = sorted([*first.members, *second.members], key=lambda i: loaded.rows[i].said)
     chunks = merge_cluster([_member(loaded.rows[i]) for i in members], limit=2 * limit, common_names=common,
                            meaning=meaning)
     if len(chunks) != 1 or len(chunks[0].text) > limit:
