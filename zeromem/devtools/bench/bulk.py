@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
-from django.db.models import Field, JSONField
+from django.db.models import NOT_PROVIDED, Field, JSONField
 from pgvector.psycopg import register_vector
 
 from zeromem.core import services
@@ -20,9 +20,10 @@ STATS_CHUNK = 10_000
 
 def memories_copy(rows: Sequence[Memory]) -> None:
     """Insert unsaved memories with COPY … (FORMAT BINARY). Every column gets what `bulk_create` would send (the
-    model's defaults, `auto_now`), so a column added to the model needs nothing here; vectors go as binary. The
-    BM25 counters are updated for the new rows (`search_stats_add`), as ingestion does."""
-    fields = list(Memory._meta.concrete_fields)
+    model's defaults, `auto_now`; a column the database fills, `db_default`, is left to it), so a column added to
+    the model needs nothing here; vectors go as binary. The BM25 counters are updated for the new rows
+    (`search_stats_add`), as ingestion does."""
+    fields = [f for f in Memory._meta.concrete_fields if f.db_default is NOT_PROVIDED]
     connection.ensure_connection()
     raw = connection.connection
     register_vector(raw)
