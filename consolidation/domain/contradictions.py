@@ -587,23 +587,28 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
                 scores: Sequence[float] | None = None, recency: float = 0.0) -> list[Ordered]:
     """Search results in rank order, re-ordered only where two state the same attribute with different values:
     the newer moves up to just above the older, which is marked as earlier. Any other pair keeps its order, so a
-    newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, the
-    results that speak of what it asks about (the reader's `about_asked`; not the assistant's turns) are ranked
-    again among their places by their `scores` with up to `recency` added by how new they are: of two about as
-    relevant, the newer answers for now."""
+    newer unrelated statement never outranks an older relevant one. Where the query asks what holds now, two
+    results with claims of the same attribute as the query count as such a pair too; and the results that speak of
+    what it asks about (the reader's `about_asked`; not the assistant's turns) are first ranked again among their
+    places by their `scores` with up to `recency` added by how new they are: of two about as relevant, the newer
+    answers for now."""
     claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
               for c in pickle.loads(_pickled_claims(text, at, role))]
+    links = _restated(claims, reader, features)
+    asks_now = bool(reader is not None and query and reader.asks_now(query))
+    if reader is not None and query and asks_now:
+        links += _answering(claims, reader, query, features)
     newer_of: dict[int, int] = {}
-    for older, newer in _restated(claims, reader, features):
+    for older, newer in links:
         if older not in newer_of or dates[newer] > dates[newer_of[older]]:
             newer_of[older] = newer
     order = list(range(len(texts)))
-    for older, newer in sorted(newer_of.items()):
+    if reader is not None and query and asks_now and scores is not None and recency > 0 and texts:
+        order = _answering_newer_first(order, texts, dates, roles, reader, query, scores, recency, features)
+    for older, newer in sorted(newer_of.items()):  # last: a stated replacement always ranks above what it replaced
         if order.index(newer) > order.index(older):
             order.remove(newer)
             order.insert(order.index(older), newer)
-    if reader is not None and query and scores is not None and recency > 0 and texts and reader.asks_now(query):
-        order = _answering_newer_first(order, texts, dates, roles, reader, query, scores, recency, features)
     return [Ordered(n, newer_of.get(n)) for n in order]
 
 
@@ -617,6 +622,22 @@ def _restated(claims: Sequence[Claim], reader: Reader | None, features: Features
         verdicts = reader_verdicts(claims, reader_pairs(claims, reader, features=features), reader,
                                    features=features)
     return [(f.older.memory, f.newer.memory) for f in verdicts if f.older.statement.at < f.newer.statement.at]
+
+
+def _answering(claims: Sequence[Claim], reader: Reader, query: str, features: Features = None
+               ) -> list[tuple[int, int]]:
+    """(older, newer) memories whose claims both speak of what the query asks about (the reader's same-attribute
+    judgement between the query and each claim), by a key of the query's they share: the newer answers for now."""
+    if not claims:
+        return []
+    asked = Said(query, min(c.statement.at for c in claims))
+    said = [said_of(c, features) for c in claims]
+    query_keys, *keys = reader.keys([asked, *said])
+    on_topic = [(c, k & query_keys) for c, k, same in zip(claims, keys, reader.same_attribute(
+        [(asked, s) for s in said]), strict=True) if same and k & query_keys]
+    return [(o.memory, n.memory) if o.statement.at < n.statement.at else (n.memory, o.memory)
+            for i, (o, ok) in enumerate(on_topic) for n, nk in on_topic[i + 1:]
+            if o.memory != n.memory and o.statement.at != n.statement.at and ok & nk]
 
 
 def _answering_newer_first(order: list[int], texts: Sequence[str], dates: Sequence[datetime],

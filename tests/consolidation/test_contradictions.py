@@ -337,3 +337,15 @@ def test_search_asks_the_stored_parse_of_a_whole_text_what_it_speaks_of():
     unread = newer_first(texts, dates, ["user"] * 2, reader=DefaultReader(), query="How many kayaks do I own?",
                          features=None, scores=[0.9, 0.8], recency=0.2)
     assert [o.index for o in unread] == [0, 1]
+
+
+def test_a_stated_replacement_ranks_above_what_it_replaced_whatever_the_relevance_recency_adds():
+    """Ranked again by relevance plus newness, a far more relevant older value would come first; that the newer
+    replaces it (the same attribute, another value) decides."""
+    from zeromem.language.default import DefaultReader
+
+    texts = ["My phone bill is $80 a month.", "They raised my phone bill to $95."]
+    dates = [datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)]
+    ordered = newer_first(texts, dates, ["user"] * 2, reader=DefaultReader(), query="How much is my phone bill?",
+                          scores=[0.9, 0.4], recency=0.1)
+    assert [o.index for o in ordered] == [1, 0] and ordered[1].earlier_than == 1
