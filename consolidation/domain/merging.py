@@ -10,7 +10,9 @@ A merged memory keeps what a later question may need and drops what states nothi
    embeds the sentences `paraphrase_candidates` names) is at least `paraphrase` similar to the kept one's and no
    value differs, so two statements giving different values for one attribute are never paraphrases;
 5. the rest is packed, in order, into texts of at most `limit` characters (a cluster that does not fit becomes
-   several memories); every member is cited by the text that holds its sentences.
+   several memories); every member is cited by the text that holds its sentences;
+6. a text that says nothing (`zeromem.language.content`: no statement, no verb taking a thing) is not written:
+   small talk is never knowledge, and its members stay as they were said.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +40,9 @@ from zeromem.core.domain.text import (
 )
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
-from zeromem.language.reference import leans_on
+from zeromem.language.content import text_says_something
+from zeromem.language.pipeline import nlp
+from zeromem.language.reference import leans_on, points_outside
 from zeromem.language.rules_tables.merging import (
     AGO,
     FAREWELL,
@@ -50,7 +55,7 @@ from zeromem.language.rules_tables.merging import (
     VOCATIVE,
 )
 from zeromem.language.rules_tables.text import STOP_WORDS
-from zeromem.language.values import names_of, normalised, values_of, written_in
+from zeromem.language.values import BATCH, normalised, sentence_values, values_of, written_in
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 
@@ -59,6 +64,7 @@ _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 class Member:
     text: str
     on: date  # the member's date: what its relative dates mean
+    written: bool = False  # a semantic memory (a text written before), not a turn as it was said
 
 
 @dataclass
@@ -130,12 +136,15 @@ def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
         and not any(values_of(said, _names(split_speaker(text)[0])))
 
 
-def _named(values: frozenset[str], sentence: str, common_names: frozenset[str]) -> frozenset[str]:
-    """The values that are no name common in the store nor a short form of one (the people talking: "That's so
-    cool, Deb!" of Deborah), unless the sentence opens with it ("Garlic is my go-to ingredient.": a word the store
-    also writes in lower case is common too, yet here it is what the sentence is about)."""
-    opener = normalised(sentence).split(" ", 1)[0]
-    return (values - names_of(values, common_names)) | (values & {opener})
+def _named(doc: Any, speaker: str, common_names: frozenset[str]) -> frozenset[str]:
+    """The values of a parsed sentence that are no name common in the store nor a short form of one (the people
+    talking: "That's so cool, Deb!" of Deborah) — a name by the parse, so a date or a count stays even where the
+    store also writes the word capitalised ("Tomorrow…", "Two…") — unless the sentence opens with it ("Garlic is my
+    go-to ingredient.": a word the store also writes in lower case is common too, yet here it is what the sentence
+    is about)."""
+    values = sentence_values(doc, _names(speaker))
+    opener = normalised(doc.text).split(" ", 1)[0]
+    return sentence_values(doc, _names(speaker) | common_names) | (values & {opener})
 
 
 def _names(speaker: str) -> frozenset[str]:
@@ -283,8 +292,8 @@ def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: st
     anything? They gave me tips.": without the question, "they" points at nothing)."""
     keep = [not is_low_signal(text, common_names) for text in parts]
     unsure = [i for i, kept in enumerate(keep) if not kept and not _QUESTION.search(parts[i])]
-    for i, found in zip(unsure, values_of([parts[i] for i in unsure], _names(speaker)), strict=True):
-        keep[i] = bool(_named(found, parts[i], common_names))
+    for i, doc in zip(unsure, nlp().pipe([parts[i] for i in unsure], batch_size=BATCH), strict=True):
+        keep[i] = bool(_named(doc, speaker, common_names))
     for i in range(1, len(parts)):
         if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
             keep[i - 1] = True
@@ -371,16 +380,24 @@ def meaning_of(texts: Sequence[str], vectors: Sequence[Sequence[float] | None], 
 def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning: Meaning,
               said: Sequence[_Sentence] = ()) -> list[_Sentence]:
     """Most complete first (longest; most recent member on a tie), then drop what a kept one (or one of `said`,
-    what other memories already state) already says, in the same words or (`meaning`) in others."""
+    what other memories already state) already says, in the same words or (`meaning`) in others — unless the next
+    sentence of its member leans on it ("Thanks for your care, Maria. It's been tough…": said elsewhere, the
+    thanks still names what "it" is about)."""
+    after = {id(s): n for s, n in zip(found, found[1:], strict=False) if s.member == n.member}
     ranked = sorted(found, key=lambda s: (-len(s.text), -s.member))
     kept: list[_Sentence] = list(said)
     for sentence in ranked:
-        if not any((_redundant(sentence, other, threshold, lossless)
-                    or (not lossless and _paraphrase(sentence, other, meaning)))
-                   and _statement_kept(sentence, other) for other in kept):
+        said_already = any((_redundant(sentence, other, threshold, lossless)
+                            or (not lossless and _paraphrase(sentence, other, meaning)))
+                           and _statement_kept(sentence, other) for other in kept)
+        if not said_already or _leaned_on(sentence, after.get(id(sentence))):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
+
+
+def _leaned_on(sentence: _Sentence, following: _Sentence | None) -> bool:
+    return following is not None and leans_on(following.text, sentence.text)
 
 
 def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
@@ -428,15 +445,31 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
                   redundancy: float = MERGE_REDUNDANCY,
                   common_names: frozenset[str] = frozenset(), lossless: bool = False,
                   meaning: Meaning = NO_MEANING, said: Sequence[_Sentence] = ()) -> list[Chunk]:
-    """Merged texts for a cluster, each with the members it cites; every member is cited exactly once. None when
-    the members state nothing (greetings, reactions, thanks). `common_names`: names so frequent in this store that
-    they say nothing (lower-cased). `lossless`: drop only sentences whose every content word a kept one says.
-    `meaning`: the vectors of the cluster's `paraphrase_candidates`, so paraphrases collapse too. `said`: the
-    `statements` of other memories of the store; what they already say is not written again."""
-    kept = _collapse(_sentences_of(members, common_names), redundancy, lossless, meaning, said)
+    """Merged texts for a cluster, each with the members it cites; every member is cited at most once. None when
+    the members say nothing (greetings, reactions, thanks, small talk); the members of a text that would say
+    nothing, or be too thin to write yet state something, are cited by none: they stay as they were said.
+    `common_names`: names so frequent in this store that they say nothing (lower-cased). `lossless`: drop only
+    sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
+    `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
+    what they already say is not written again."""
+    # A turn with a sentence pointing back at another turn ("He's a German Shepherd." answering "What breed is
+    # Toby?") is not merged: in another text "he" would point at whatever came before it there. A text written
+    # before (a semantic memory the cluster joins) is merged as it is.
+    found = _sentences_of(members, common_names)
+    by_member: dict[int, list[str]] = defaultdict(list)
+    for sentence in found:
+        by_member[sentence.member].append(sentence.text)
+    answers = {member for member, texts in by_member.items() if not members[member].written and points_outside(texts)}
+    kept = _collapse([s for s in found if s.member not in answers], redundancy, lossless, meaning, said)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
+    # Small talk is never written as knowledge: a text that says nothing (`zeromem.language.content`) is not
+    # written, and its members stay as they were said (the chatter among them is archived as such by the caller).
+    names = common_names | {normalised(s.speaker) for s in kept if s.speaker}
+    empty = [c for c in chunks if not text_says_something(c.text, names)]
+    said_nothing = {m for c in empty for m in c.members}
+    chunks = [c for c in chunks if c not in empty]
     thin = [c for c in chunks if _written_substance(c.text) < MIN_SUBSTANCE]
     chunks = [c for c in chunks if c not in thin]
     if not chunks:
@@ -446,7 +479,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     stating = {m for c in thin if any(_parsed_values(s) for s in sentences(split_speaker(c.text)[1]))
                for m in c.members}
     chunks[0].members += [m for c in thin for m in c.members if m not in stating]
-    cited = {m for chunk in chunks for m in chunk.members} | stating
+    cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | answers
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
 

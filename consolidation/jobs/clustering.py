@@ -166,8 +166,8 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
             limit: int) -> list[Merge]:
     """A new text leaves out the sentences another memory of the user already states (an episode left as said, an
     active semantic memory, a text this run wrote before it); it still cites every member. A text that would say
-    nothing of its own, or no longer fit in one piece, stays as it was. Each text is compared with the few
-    statements `Said` finds for it, so the pass stays linear in the user's memories."""
+    nothing of its own, leave a member uncited, or no longer fit in one piece, stays as it was. Each text is
+    compared with the few statements `Said` finds for it, so the pass stays linear in the user's memories."""
     rows = loaded.rows
     used = {i for m in plan.merges for i in _touched(m)} | taken | set(plan.uninformative)
     said = Said()
@@ -180,7 +180,8 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
             chunks = merge_cluster(members, limit=limit, common_names=common, meaning=meaning,
                                    said=said.near(own, redundancy=UNSAID_REDUNDANCY, meaning=meaning),
                                    redundancy=UNSAID_REDUNDANCY)
-            if len(chunks) == 1 and len(chunks[0].text) < len(merge.text) and not chunks[0].text.endswith("…"):
+            if len(chunks) == 1 and len(chunks[0].members) == len(members) and len(chunks[0].text) < len(merge.text) \
+                    and not chunks[0].text.endswith("…"):
                 merge = Merge(base=None, members=merge.members, text=chunks[0].text, scores=merge.scores,
                               voiced=[merge.members[v] for v in chunks[0].voiced])
         said.add(own)
@@ -300,7 +301,7 @@ def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, limit: int
     members = sorted([*first.members, *second.members], key=lambda i: loaded.rows[i].said)
     chunks = merge_cluster([_member(loaded.rows[i]) for i in members], limit=2 * limit, common_names=common,
                            meaning=meaning)
-    if len(chunks) != 1 or len(chunks[0].text) > limit:
+    if len(chunks) != 1 or len(chunks[0].text) > limit or len(chunks[0].members) != len(members):
         return None
     scores = {"min_link": min(first.scores["min_link"], second.scores["min_link"], link),
               "max_link": max(first.scores["max_link"], second.scores["max_link"]), "size": len(members)}
@@ -372,7 +373,7 @@ def _cluster(loaded: Loaded, group: list[int]) -> _Cluster:
 
 def _member(row: ClusteringRow) -> Member:
     """A memory as the merge reads it: its text and the day its relative dates count from."""
-    return Member(row.content, row.created_at.date())
+    return Member(row.content, row.created_at.date(), written=row.is_semantic)
 
 
 def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str], paraphrase_cosine: float
@@ -387,8 +388,9 @@ def _merges_for(group: list[int], cluster: _Cluster, links: list[float], common:
                 meaning: Meaning, limit: int) -> list[Merge]:
     chunks = merge_cluster(cluster.members, limit=limit, common_names=common, meaning=meaning)
     scores = {"min_link": min(links, default=0.0), "max_link": max(links, default=0.0), "size": len(group)}
-    return [_merge_of(chunk, cluster.ordered, cluster.base if n == 0 else None, scores)
-            for n, chunk in enumerate(chunks) if len(chunk.members) >= 2]
+    # The base is updated by the text citing it; a text that does not would overwrite what the base says.
+    return [_merge_of(chunk, cluster.ordered, cluster.base if 0 in chunk.members else None, scores)
+            for chunk in chunks if len(chunk.members) >= 2]
 
 
 def _merge_of(chunk: Chunk, ordered: list[int], base: int | None, scores: dict[str, float]) -> Merge:

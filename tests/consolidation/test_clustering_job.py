@@ -402,3 +402,39 @@ def test_a_merged_memory_is_dated_by_the_newest_source_whose_words_it_keeps(tena
     assert set(cluster_members(tenant)[semantic.id]) == {*said, *repeated}
     assert "at noon on Monday" in semantic.content and semantic.content.count("Redis") == 1
     assert semantic.valid_from == three_days_ago
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cluster_that_says_nothing_is_left_as_it_was_said_run_after_run(tenant, three_days_ago):
+    """Small talk that no rule calls chatter is still no knowledge: no semantic memory is written for it, its
+    episodes stay as they were said, and a later run finds nothing to do with them either."""
+    said = ingest_clusterable(tenant, ["I'm glad you're alright. Yeah, it's tough. You got through it - stay strong.",
+                                       "It's so inspiring to see you staying optimistic even when things get tough."],
+                              created_at=three_days_ago)
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    for _ in range(2):
+        run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli").run
+        assert (run.status, run.created, run.merged) == ("succeeded", 0, 0)
+        assert not Memory.objects.filter(tenant=tenant, memory_type="semantic").exists()
+        assert set(Memory.objects.filter(id__in=said).values_list("state", flat=True)) == {"raw"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_semantic_memory_is_updated_only_by_the_text_that_cites_it(tenant, three_days_ago):
+    """The cluster's first text that is written may not be the one holding the semantic memory it joins (that one
+    says nothing here); written into the semantic memory, it would overwrite what that memory says."""
+    policy_set(tenant, {"merging": {"max_chars": 200}})
+    base_text = ("I'm so glad you're alright. Yeah, it's tough, but you got through it and you should stay strong, "
+                 "always stay positive!")
+    base = ingest_clusterable(tenant, base_text, created_at=three_days_ago)[0]
+    Memory.objects.filter(id=base).update(memory_type="semantic", metadata={"source_type": "consolidated"})
+    episodes = ingest_clusterable(tenant, ["The billing-api Redis cache hit its limit of 512 MB on 3 May during the "
+                                           "nightly batch import.",
+                                           "The billing-api Redis cache was resized to 2 GB on 4 May after the "
+                                           "nightly batch import failed."],
+                                  created_at=three_days_ago)
+    run = clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True).run
+    assert run.merged == 2
+    assert Memory.objects.get(id=base).content == base_text
+    written = Memory.objects.exclude(id=base).get(tenant=tenant, memory_type="semantic")
+    assert "512 MB" in written.content and cluster_members(tenant)[written.id] == set(episodes)

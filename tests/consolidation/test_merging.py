@@ -393,3 +393,63 @@ def test_members_of_a_thin_text_that_states_something_stay_out_of_the_merge():
                Member("Mel: Buddy is my sidekick.", MAY_8)]
     chunks = merge_cluster(members, limit=280)
     assert all(1 not in chunk.members for chunk in chunks) and all("Buddy" not in c.text for c in chunks)
+
+
+def test_a_cluster_that_says_nothing_writes_no_text_however_long_its_small_talk():
+    members = [Member("Maria: Oh John, that sounds tough. I'm glad you're alright. Life does throw us some surprises, "
+                      "doesn't it?", MAY_8),
+               Member("Maria: Yeah, it's tough. Appreciate what you've got. You got through it - stay strong. Are "
+                      "there any things you like to do to calm down during times like this?", MAY_8)]
+    assert merge_cluster(members, limit=350) == []
+
+
+def test_members_of_a_text_that_says_nothing_stay_as_they_were_said_beside_one_that_says_something():
+    members = [Member("Mel: We hiked the ridge trail above the lake for six hours in the rain. The summit view over "
+                      "the valley and the glacier was unreal. We camped by the river and cooked noodles on the stove. "
+                      "On the way down my boots fell apart and I walked the last mile in socks.", MAY_8),
+               Member("Mel: I'm glad you're alright. Yeah, it's tough. You got through it - stay strong. It's so "
+                      "inspiring to see you staying optimistic even when things get tough.", MAY_8)]
+    chunks = merge_cluster(members, limit=280)
+    assert [c.members for c in chunks] == [[0]] and "stay strong" not in chunks[0].text
+
+
+def test_a_date_the_store_also_writes_capitalised_is_still_a_value_worth_keeping_a_sentence_for():
+    """"Tomorrow" opens sentences and is written in lower case too, so it counts among the store's plain openers;
+    still it is a date by the parse, not a name, and the sentence carrying it is a statement."""
+    members = [Member("Gina: Wow, Jon, you must be so excited! You've come so far since we last talked, and "
+                      "tomorrow's gonna be a blast!", MAY_8),
+               Member("Gina: Enjoy the good feels tomorrow, you earned it! The studio looks amazing.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=350, common_names=frozenset({"tomorrow", "jon", "gina"}))
+    assert "You've come so far since we last talked" in chunk.text
+
+
+def test_a_sentence_said_elsewhere_stays_where_the_next_one_leans_on_it():
+    """Dropped as said by another memory, the thanks would leave "It" pointing at nothing."""
+    said = statements([Member("John: Thanks for your care and kindness, Maria. It means a lot.", MAY_8)])
+    leaning = Member("John: Thanks for your care, Maria. It's been tough but I'm trying to stay up. I've been looking "
+                     "into jobs in the tech industry for a while now.", MAY_8)
+    plain = Member("John: Thanks for your care, Maria. I've been looking into jobs in the tech industry for a while "
+                   "now.", MAY_8)
+    assert merge_cluster([leaning], limit=350, said=said, redundancy=0.6)[0].text.startswith("John: Thanks for your")
+    assert "Thanks" not in merge_cluster([plain], limit=350, said=said, redundancy=0.6)[0].text
+
+
+@pytest.mark.parametrize("answer", [
+    "Noor: They're so gentle with the kids, and they love fresh carrots.",
+    "Noor: Pepper and Miso! They're so gentle with the kids, and they love fresh carrots.",  # names, no argument
+])
+def test_a_member_pointing_at_what_another_turn_named_stays_out_of_the_merge(answer):
+    """"They're so gentle with the kids." answers a question of another turn ("How are your rabbits?"): glued after
+    the speaker's other sentences, "they" would point at whatever came before it there."""
+    members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
+               Member(answer, MAY_8),
+               Member("Noor: The shed now holds all my tools and the new lawn mower.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert "gentle" not in chunk.text and sorted(chunk.members) == [0, 2]
+
+
+def test_a_member_that_names_what_its_pronoun_stands_for_is_merged():
+    members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
+               Member("Noor: I adopted two rabbits in spring. They love fresh carrots from the market.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert "They love fresh carrots" in chunk.text and sorted(chunk.members) == [0, 1]

@@ -12,11 +12,14 @@ from zeromem.devtools.proof.resilience import Churn, prove_resilience
 
 @pytest.mark.django_db(transaction=True)
 def test_prove_resilience_quick(tmp_path):
-    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path,
+    said: list[str] = []
+    report = prove_resilience(rounds=1, load_requests=150, load_seconds=40, logs=tmp_path, say=said.append,
                               churn_plan=Churn(seconds=8, requests=100), restart_rounds=1,
                               dead_worker_rounds=1).as_json()
+    # What each round said goes with any failure: a flaky round is diagnosed from CI's output alone.
+    print("\n".join(said))
     assert report["crash_rounds"] == 2
-    assert report["lost"] == report["duplicated"] == report["unfinished_runs"] == 0, report["notes"]
+    assert report["lost"] == report["duplicated"] == report["unfinished_runs"] == 0, report
     assert report["overlap_extra_runs"] == 0
     assert report["fault_cases"] >= 6 and report["fault_failures"] == 0
     assert report["load_requests"] >= 100 and report["load_errors"] == 0

@@ -34,6 +34,33 @@ def names_something(sentence: str) -> bool:
     return any(token.pos_ in ("NOUN", "PROPN") for token in nlp()(sentence))
 
 
+# A verb's arguments: the slots a later pronoun's antecedent fills ("What did the doctor say?": the doctor).
+_ARGUMENTS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "dative", "oprd"})
+
+
+@lru_cache(maxsize=8192)
+def names_a_thing(sentence: str) -> bool:
+    """A noun or name as a verb's argument, which a later pronoun could stand for ("What did the doctor say?"); not
+    an exclamation's head ("Thanks a bunch!") or an addressee ("Max!", "Congrats, Gina!")."""
+    return any(t.pos_ in ("NOUN", "PROPN") and _argument(t) for t in nlp()(sentence))
+
+
+def _argument(token: Any) -> bool:
+    """In an argument slot, or joined to a noun in one ("my sister and her dog"; not "Pepper and Miso!")."""
+    return token.dep_ in _ARGUMENTS or token.dep_ == "conj" and token.head.dep_ in _ARGUMENTS
+
+
+def points_outside(sentences: list[str]) -> bool:
+    """Does one of a turn's sentences refer back with nothing before it in the turn naming a thing it could stand
+    for ("Woah! They look ready for an adventure.": "they" are in the turn it answers)?"""
+    named = False
+    for sentence in sentences:
+        if refers_back(sentence) and not named:
+            return True
+        named = named or names_a_thing(sentence)
+    return False
+
+
 def _opener(doc: Any) -> Any | None:
     return next((t for t in doc if not (t.is_punct or t.pos_ in ("INTJ", "CCONJ") or t.is_space)), None)
 

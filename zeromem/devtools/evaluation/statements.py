@@ -33,8 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from zeromem.core.domain.text import drop_speaker, sentences, split_speaker
+from zeromem.core.domain.text import drop_speaker, sentences
 from zeromem.core.domain.transitions import SUPERSEDED
+from zeromem.language.content import said_sentences
 from zeromem.language.pipeline import nlp
 from zeromem.language.values import BATCH, names_of, normalised, sentence_values
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
@@ -54,12 +55,6 @@ class Statement:
 
 
 # --- statements of source texts ----------------------------------------------------------------------------
-
-def said_sentences(text: str) -> tuple[str, list[str]]:
-    """The speaker of a text ("" when none) and its sentences that are no question ("Paris?!" is one)."""
-    speaker, body = split_speaker(text)
-    return speaker, [s for s in sentences(body) if not s.rstrip().rstrip("!.").endswith("?")]
-
 
 def source_statements(texts: Mapping[uuid.UUID, str]) -> list[Statement]:
     """The statements of source memories' texts, in the order given (one parse of every sentence, batched). The

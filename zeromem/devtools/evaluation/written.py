@@ -13,10 +13,11 @@ punctuation or parenthesised date anchors ("yesterday (7 May 2023)" is "yesterda
   to help"), whose preceding sentence in the same source was dropped
   and names a thing the pronoun could stand for (a noun or name as a verb's argument: "What did the doctor say?"
   does, "Thanks a bunch!" and "Congrats, Gina!" do not);
-- `content_free`: active semantic memories with no statement (`statements.source_statements`) and no sentence
-  (not a question) with a verb taking a thing as object or complement (a noun, name or number, directly or
-  through a preposition, or through the adjective complementing the verb: "I love that painting", "I'm keen on
-  counseling"; not "see you", "that's so cool").
+- `content_free`: active semantic memories that say nothing by `zeromem.language.content`: no statement (a
+  sentence, no question, carrying a value) and no sentence (not a question) with a verb taking a thing as object or
+  complement (a noun, name or number, directly or through a preposition, or through the adjective complementing
+  the verb: "I love that painting", "I'm keen on counseling"; not "see you", "that's so cool"). Clustering decides
+  by the same definition never to write such a text.
 """
 
 from __future__ import annotations
@@ -30,17 +31,15 @@ from datetime import datetime, timedelta
 from itertools import combinations, product
 from typing import Any
 
-from zeromem.core.domain.text import drop_speaker, sentences
-from zeromem.devtools.evaluation.statements import said_sentences, source_statements
+from zeromem.core.domain.text import drop_speaker, sentences, split_speaker
 from zeromem.language import Said
+from zeromem.language.content import says_something
 from zeromem.language.pipeline import nlp
-from zeromem.language.values import BATCH
+from zeromem.language.values import BATCH, normalised
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 SESSION_GAP = timedelta(days=1)
-OBJECT_DEPS = frozenset({"dobj", "attr", "oprd", "dative", "nsubjpass"})
 ARGUMENT_DEPS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "conj", "dative", "oprd"})
-THINGS = frozenset({"NOUN", "PROPN", "NUM"})
 _ANCHOR = re.compile(r"\s*\([^)]*\)")
 Embed = Callable[[list[str]], Sequence[Sequence[float] | None]]
 
@@ -164,24 +163,12 @@ def anticipates_clause(pronoun: Any) -> bool:
 # --- content-free memories ---------------------------------------------------------------------------------
 
 def content_free(texts: Mapping[uuid.UUID, str]) -> list[str]:
-    """The texts with no statement and no sentence whose verb takes a thing as object or complement."""
-    stated = {s.memory_id for s in source_statements(texts)}
-    rest = {m: text for m, text in texts.items() if m not in stated}
-    pieces = [(m, s) for m, text in rest.items() for s in said_sentences(text)[1]]
-    with_content = {m for (m, _), doc in zip(pieces, nlp().pipe([s for _, s in pieces], batch_size=BATCH),
-                                             strict=True) if says_something(doc)}
-    return [text for m, text in rest.items() if m not in with_content]
-
-
-def says_something(doc: Any) -> bool:
-    """A verb, or the adjective complementing one ("keen on counseling"), taking a thing."""
-    return any(t.pos_ in ("VERB", "AUX", "ADJ") and any(takes_thing(c) for c in t.children) for t in doc)
-
-
-def takes_thing(child: Any) -> bool:
-    if child.dep_ == "prep":
-        return any(g.dep_ == "pobj" and g.pos_ in THINGS for g in child.children)
-    return child.dep_ in OBJECT_DEPS and child.pos_ in THINGS
+    """The texts that say nothing by `zeromem.language.content` (no statement, no sentence whose verb takes a
+    thing), the speakers of the texts being the people talking (their names are no value)."""
+    names = frozenset(normalised(speaker) for text in texts.values() for speaker in [split_speaker(text)[0]]
+                      if speaker)
+    return [text for text, says in zip(texts.values(), says_something(list(texts.values()), names), strict=True)
+            if not says]
 
 
 def active_semantic(tenant_id: int, user_id: str) -> dict[uuid.UUID, str]:
