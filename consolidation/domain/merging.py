@@ -42,7 +42,7 @@ from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 from zeromem.language.content import text_says_something
 from zeromem.language.pipeline import nlp
-from zeromem.language.reference import leans_on, points_outside
+from zeromem.language.reference import leans_on, leans_outside
 from zeromem.language.rules_tables.merging import (
     AGO,
     FAREWELL,
@@ -452,21 +452,15 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
     `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
     what they already say is not written again."""
-    # A turn with a sentence pointing back at another turn ("He's a German Shepherd." answering "What breed is
-    # Toby?") is not merged: in another text "he" would point at whatever came before it there. A text written
-    # before (a semantic memory the cluster joins) is merged as it is.
     found = _sentences_of(members, common_names)
-    by_member: dict[int, list[str]] = defaultdict(list)
-    for sentence in found:
-        by_member[sentence.member].append(sentence.text)
-    answers = {member for member, texts in by_member.items() if not members[member].written and points_outside(texts)}
+    names = common_names | {normalised(s.speaker) for s in found if s.speaker}
+    found, answers = _standing_alone(found, members, names)
     kept = _collapse([s for s in found if s.member not in answers], redundancy, lossless, meaning, said)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
     # Small talk is never written as knowledge: a text that says nothing (`zeromem.language.content`) is not
     # written, and its members stay as they were said (the chatter among them is archived as such by the caller).
-    names = common_names | {normalised(s.speaker) for s in kept if s.speaker}
     empty = [c for c in chunks if not text_says_something(c.text, names)]
     said_nothing = {m for c in empty for m in c.members}
     chunks = [c for c in chunks if c not in empty]
@@ -482,6 +476,29 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | answers
     chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
     return chunks
+
+
+def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: frozenset[str]
+                    ) -> tuple[list[_Sentence], set[int]]:
+    """What a merge may write of each member's sentences, and the members it may not merge. A sentence that leans
+    on another turn (`leans_outside`: "Looks like fun!", "I bet they look adorable!") would, in a merged text,
+    point at whatever came before it there: one that says nothing (a reaction) is left out of the text, its member
+    still cited; one that says something ("He's a German Shepherd." answering "What breed is Toby?") keeps its
+    turn out of the merge, as it was said. A text written before (a semantic memory the cluster joins) is merged
+    as it is."""
+    by_member: dict[int, list[_Sentence]] = defaultdict(list)
+    for sentence in found:
+        by_member[sentence.member].append(sentence)
+    dropped: set[int] = set()
+    answers: set[int] = set()
+    for member, own in by_member.items():
+        if members[member].written:
+            continue
+        leaning = [s for s, leans in zip(own, leans_outside([s.text for s in own]), strict=True) if leans]
+        if any(text_says_something(s.text, names) for s in leaning):
+            answers.add(member)
+        dropped |= {id(s) for s in leaning}
+    return [s for s in found if id(s) not in dropped], answers
 
 
 def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:

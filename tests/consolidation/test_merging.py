@@ -372,10 +372,11 @@ def test_a_member_whose_words_were_all_dropped_is_cited_but_does_not_voice_the_t
 
 
 def test_a_statement_that_looks_like_small_talk_is_kept_and_never_archived():
-    """"Saturday works for me!" opens like a reaction, yet carries a value by the parse."""
+    """"Saturday works for me!" opens like a reaction, yet carries a value by the parse: it is never archived, and
+    as what works on Saturday is in the turn it answers (its subject left out), its turn stays out of the merge."""
     members = [Member("Audrey: Saturday works for me! Thanks!", MAY_8),
                Member("Audrey: I will bring snacks for the dog park meetup with my four dogs.", MAY_8)]
-    assert "Saturday works for me!" in merge_cluster(members, limit=350)[0].text
+    assert merge_cluster(members, limit=350)[0].members == [1]
     assert not is_chatter("Audrey: Saturday works for me! Thanks!")
     assert is_chatter("Audrey: Thanks! See you!")
 
@@ -446,6 +447,27 @@ def test_a_member_pointing_at_what_another_turn_named_stays_out_of_the_merge(ans
                Member("Noor: The shed now holds all my tools and the new lawn mower.", MAY_8)]
     [chunk] = merge_cluster(members, limit=350)
     assert "gentle" not in chunk.text and sorted(chunk.members) == [0, 2]
+
+
+def test_a_member_saying_something_with_a_pronoun_inside_its_sentence_stays_out_of_the_merge():
+    """"Yeah, I made them myself." answers "Did you make the tags?": "them" is not its first word, yet it stands for
+    what the other turn named."""
+    members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
+               Member("Noor: Yeah, I painted them myself with a stencil from the craft shop.", MAY_8),
+               Member("Noor: The shed now holds all my tools and the new lawn mower.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert "stencil" not in chunk.text and sorted(chunk.members) == [0, 2]
+
+
+def test_a_reaction_to_another_turn_is_left_out_of_the_text_and_its_member_cited():
+    """"Looks like fun!" (its subject left out) and "I bet they look adorable!" react to the other speaker's photo;
+    they say nothing, so the merge writes the rest of the turn without them and cites it."""
+    members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
+               Member("Noor: Looks like fun! I bet they look adorable! I planted tulips along the shed in March.",
+                      MAY_8)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert "tulips" in chunk.text and "fun" not in chunk.text and "adorable" not in chunk.text
+    assert sorted(chunk.members) == [0, 1]
 
 
 def test_a_member_that_names_what_its_pronoun_stands_for_is_merged():

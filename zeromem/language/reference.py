@@ -1,9 +1,11 @@
-"""Sentences that lean on the one before: what a merge must not cut apart.
+"""Sentences that lean on another: what a merge must not cut apart.
 
 "They could probably give you more tips." is about whoever the sentence before named ("Did your doctor say
-anything?"); dropping that one as a bare question leaves "they" pointing at nothing. Decided from the parse: the
-sentence opens (interjections and punctuation aside) with a third-person or demonstrative pronoun, and the one
-before names something it could point at (a noun or a name)."""
+anything?"); dropping that one as a bare question leaves "they" pointing at nothing (`leans_on`: the sentence opens,
+interjections and punctuation aside, with a third-person or demonstrative pronoun, and the one before names
+something it could point at). "Looks like fun!" or "I bet they look adorable!" lean on the other speaker's turn
+they answer (`leans_outside`: a pronoun with nothing named before it in the turn, or a subject left out); glued
+into a merged text they would point at whatever came before them there. All decided from the parse."""
 
 from __future__ import annotations
 
@@ -50,15 +52,59 @@ def _argument(token: Any) -> bool:
     return token.dep_ in _ARGUMENTS or token.dep_ == "conj" and token.head.dep_ in _ARGUMENTS
 
 
-def points_outside(sentences: list[str]) -> bool:
-    """Does one of a turn's sentences refer back with nothing before it in the turn naming a thing it could stand
-    for ("Woah! They look ready for an adventure.": "they" are in the turn it answers)?"""
-    named = False
+def leans_outside(sentences: list[str]) -> list[bool]:
+    """Per sentence of a turn: does it stand for something the turn never names before it? A third-person or
+    demonstrative pronoun with no thing named earlier in the turn ("Woah! They look ready for an adventure.",
+    "Yeah, I made them myself."), or a finite verb whose subject is left out ("Looks like fun!", "Sure is a
+    different experience."): what they are about is in the turn they answer."""
+    named, out = False, []
     for sentence in sentences:
-        if refers_back(sentence) and not named:
-            return True
+        pronoun_first, subject_left_out = _leaning(sentence)
+        out.append((pronoun_first and not named) or subject_left_out)
         named = named or names_a_thing(sentence)
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _leaning(sentence: str) -> tuple[bool, bool]:
+    """(a pronoun standing for a thing comes before any noun or name of the sentence, its subject is left out).
+    Cached: a run's folds merge the same sentences many times."""
+    doc = nlp()(sentence)
+    return _pronoun_first(doc), _subject_left_out(doc)
+
+
+# Slots where a word before a pronoun can be what it stands for even when the tagger calls a noun a verb or an
+# adjective ("allergic to shellfish/VERB, so keep them out").
+_COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "acomp", "xcomp", "conj", "oprd"})
+
+
+def _pronoun_first(doc: Any) -> bool:
+    """A pronoun standing for a thing (third person, not "it" of "it's fun to…", or a demonstrative) before any
+    noun, name or complement of its sentence."""
+    for token in doc:
+        if token.pos_ == "PRON":
+            if _stands_for_a_thing(token):
+                return True
+        elif token.pos_ in ("NOUN", "PROPN", "NUM") or token.dep_ in _COMPLEMENTS:
+            return False
     return False
+
+
+def _stands_for_a_thing(pronoun: Any) -> bool:
+    if pronoun.dep_ == "expl" or _pleonastic(pronoun):
+        return False
+    kind, person = pronoun.morph.get("PronType"), pronoun.morph.get("Person")
+    return "Dem" in kind or ("Prs" in kind and person == ["3"] and pronoun.morph.get("Reflex") != ["Yes"])
+
+
+_SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
+
+
+def _subject_left_out(doc: Any) -> bool:
+    """The sentence's verb is in the third person present ("looks", "is") yet has no subject: it is the "it" or
+    "that" of what was said before. (A verb in its bare form is an order or the speaker's own elided "I".)"""
+    return any(t.dep_ == "ROOT" and t.tag_ == "VBZ" and not any(c.dep_ in _SUBJECTS for c in t.children)
+               for t in doc)
 
 
 def _opener(doc: Any) -> Any | None:

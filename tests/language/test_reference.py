@@ -1,0 +1,23 @@
+"""Sentences that lean on another turn (`leans_outside`), decided from the parse: what a merge must not glue."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeromem.language.reference import leans_outside
+
+
+@pytest.mark.parametrize(("turn", "leaning"), [
+    (["Woah!", "They look ready for an adventure."], [False, True]),  # a pronoun opening the sentence
+    (["Yeah, I made them myself."], [True]),  # inside it, nothing named before
+    (["I bet they look adorable!"], [True]),
+    (["Looks like fun!"], [True]),  # a present-tense verb with its subject left out
+    (["Sure is a different experience."], [True]),
+    (["I adopted a puppy last week.", "He is a German Shepherd."], [False, False]),  # the turn names it first
+    (["My sister visited me with her kids."], [False]),  # the noun comes before the pronoun
+    (["It is great to see you again."], [False]),  # "it" standing for the clause that follows
+    (["Take some pictures and show me."], [False]),  # an order has no subject either
+    (["I'll let you know."], [False]),  # first and second person point at the people talking
+])
+def test_what_leans_on_another_turn(turn, leaning):
+    assert leans_outside(turn) == leaning
