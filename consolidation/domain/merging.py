@@ -262,9 +262,16 @@ def _anchor_ago(match: re.Match[str], on: date) -> str:
 
 
 def anchor_dates(sentence: str, on: date) -> str:
-    """Append the absolute date after each relative expression: "last year" → "last year (2022)"."""
+    """Append the absolute date after each relative expression: "last year" → "last year (2022)". One counted from
+    another date ("the day before yesterday", "the week after next month") is left as it was: anchoring the word
+    it counts from would write a wrong date."""
     sentence = AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
-    return RELATIVE.sub(lambda m: f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+    return RELATIVE.sub(lambda m: m.group(0) if _counted_from(m) else
+                        f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+
+
+def _counted_from(match: re.Match[str]) -> bool:
+    return match.string[:match.start()].lower().endswith(("before ", "after "))
 
 
 # --- merging -----------------------------------------------------------------------------------------------

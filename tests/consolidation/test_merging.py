@@ -77,6 +77,7 @@ def test_small_talk_and_bare_questions_are_dropped_but_facts_stay():
     ("We're going camping next month.", "We're going camping next month (June 2023)."),
     ("I ran a charity race last weekend.", "I ran a charity race last weekend (the weekend before 8 May 2023)."),
     ("Already anchored yesterday (7 May 2023).", "Already anchored yesterday (7 May 2023)."),
+    ("I got it the day before yesterday.", "I got it the day before yesterday."),  # counted from another date
 ])
 def test_relative_dates_are_anchored_to_the_members_date(sentence, anchored):
     assert anchor_dates(sentence, MAY_8) == anchored

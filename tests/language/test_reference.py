@@ -18,6 +18,11 @@ from zeromem.language.reference import leans_outside
     (["It is great to see you again."], [False]),  # "it" standing for the clause that follows
     (["Take some pictures and show me."], [False]),  # an order has no subject either
     (["I'll let you know."], [False]),  # first and second person point at the people talking
+    (["That hiking spot looks great!"], [True]),  # a thing pointed at that the turn never named
+    (["I found a hiking spot by the lake.", "That spot is great."], [False, False]),
+    (["We hike there this weekend."], [False]),  # "this" before a time points at the calendar
+    (["Must have been amazing!"], [True]),  # the copula's subject left out
+    (["Pepper and Miso!", "They love fresh carrots."], [False, True]),  # names called out are no argument
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning

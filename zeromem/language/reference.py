@@ -53,41 +53,60 @@ def _argument(token: Any) -> bool:
 
 
 def leans_outside(sentences: list[str]) -> list[bool]:
-    """Per sentence of a turn: does it stand for something the turn never names before it? A third-person or
-    demonstrative pronoun with no thing named earlier in the turn ("Woah! They look ready for an adventure.",
-    "Yeah, I made them myself."), or a finite verb whose subject is left out ("Looks like fun!", "Sure is a
-    different experience."): what they are about is in the turn they answer."""
-    named, out = False, []
+    """Per sentence of a turn: does it stand for something the turn never names before it? What it is about is then
+    in the turn it answers:
+    - a third-person or demonstrative pronoun with no thing named before it in the turn ("Woah! They look ready for
+      an adventure.", "Yeah, I made them myself.");
+    - "this", "that", "these" or "those" before a noun the turn has not named ("That hiking spot looks great");
+    - a main verb whose subject is left out, where it is the "it" or "that" of what was said before: a verb in the
+      third person present or the copula ("Looks like fun!", "Must have been amazing!"; a bare verb is an order
+      or the speaker's own elided "I").
+    (A pronoun's number is no guide: "they" may be one doctor.)"""
+    nouns: set[str] = set()
+    out = []
     for sentence in sentences:
-        pronoun_first, subject_left_out = _leaning(sentence)
-        out.append((pronoun_first and not named) or subject_left_out)
-        named = named or names_a_thing(sentence)
+        mentions, leans = _mentions(sentence)
+        for kind, lemma in mentions:
+            if kind == "pronoun":
+                leans = leans or not nouns
+            elif kind == "pointed":
+                leans = leans or lemma not in nouns
+            else:
+                nouns.add(lemma)
+        out.append(leans)
     return out
 
 
+Mention = tuple[str, str]  # (thing | pronoun | pointed, lemma)
+
+
 @lru_cache(maxsize=8192)
-def _leaning(sentence: str) -> tuple[bool, bool]:
-    """(a pronoun standing for a thing comes before any noun or name of the sentence, its subject is left out).
-    Cached: a run's folds merge the same sentences many times."""
+def _mentions(sentence: str) -> tuple[tuple[Mention, ...], bool]:
+    """The sentence's things named, pronouns standing for a thing and things pointed at with "this"/"that", in
+    order; and whether its subject is left out. Cached: a run's folds merge the same sentences many times."""
     doc = nlp()(sentence)
-    return _pronoun_first(doc), _subject_left_out(doc)
-
-
-# Slots where a word before a pronoun can be what it stands for even when the tagger calls a noun a verb or an
-# adjective ("allergic to shellfish/VERB, so keep them out").
-_COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "acomp", "xcomp", "conj", "oprd"})
-
-
-def _pronoun_first(doc: Any) -> bool:
-    """A pronoun standing for a thing (third person, not "it" of "it's fun to…", or a demonstrative) before any
-    noun, name or complement of its sentence."""
+    found: list[Mention] = []
     for token in doc:
         if token.pos_ == "PRON":
             if _stands_for_a_thing(token):
-                return True
-        elif token.pos_ in ("NOUN", "PROPN", "NUM") or token.dep_ in _COMPLEMENTS:
-            return False
-    return False
+                found.append(("pronoun", ""))
+        elif _argument(token) or token.dep_ in _COMPLEMENTS:
+            if _pointed(token):
+                found.append(("pointed", token.lemma_.lower()))
+            found.append(("thing", token.lemma_.lower()))
+    return tuple(found), _subject_left_out(doc)
+
+
+# Slots where a word can be what a later pronoun stands for even when the tagger calls a noun a verb or an
+# adjective ("allergic to shellfish/VERB, so keep them out").
+_COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "acomp", "xcomp", "oprd"})
+
+
+def _pointed(token: Any) -> bool:
+    """A noun after "this", "that", "these" or "those" (a demonstrative determiner by the parse), not a time
+    ("this weekend" points at the calendar, not at another turn)."""
+    return token.pos_ == "NOUN" and token.ent_type_ not in ("DATE", "TIME") and any(
+        c.dep_ == "det" and "Dem" in c.morph.get("PronType") for c in token.children)
 
 
 def _stands_for_a_thing(pronoun: Any) -> bool:
@@ -101,10 +120,10 @@ _SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
 
 
 def _subject_left_out(doc: Any) -> bool:
-    """The sentence's verb is in the third person present ("looks", "is") yet has no subject: it is the "it" or
-    "that" of what was said before. (A verb in its bare form is an order or the speaker's own elided "I".)"""
-    return any(t.dep_ == "ROOT" and t.tag_ == "VBZ" and not any(c.dep_ in _SUBJECTS for c in t.children)
-               for t in doc)
+    """The main verb has no subject, and is in the third person present ("looks", "is") or is the copula ("Must
+    have been amazing"): it is the "it" or "that" of what was said before."""
+    return any(t.dep_ == "ROOT" and (t.tag_ == "VBZ" or t.lemma_ == "be" and t.pos_ == "AUX")
+               and not any(c.dep_ in _SUBJECTS for c in t.children) for t in doc)
 
 
 def _opener(doc: Any) -> Any | None:
