@@ -501,10 +501,12 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     for member, own in by_member.items():
         if members[member].written:
             continue
-        leaning = [s for s, leans in zip(own, leans_outside([s.text for s in own]), strict=True) if leans]
-        if any(text_says_something(s.text, names) for s in leaning):
+        leaning = [n for n, leans in enumerate(leans_outside([s.text for s in own])) if leans]
+        # A reaction the next sentence leans on ("That pic is gorgeous! It gives me hope.") takes it along.
+        if any(text_says_something(own[n].text, names) or n + 1 < len(own) and _leaned_on(own[n], own[n + 1])
+               for n in leaning):
             answers.add(member)
-        dropped |= {id(s) for s in leaning}
+        dropped |= {id(own[n]) for n in leaning}
     return [s for s in found if id(s) not in dropped], answers
 
 
