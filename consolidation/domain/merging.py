@@ -396,11 +396,22 @@ def _collapse(found: list[_Sentence], threshold: float, lossless: bool, meaning:
     for sentence in ranked:
         said_already = any((_redundant(sentence, other, threshold, lossless)
                             or (not lossless and _paraphrase(sentence, other, meaning)))
-                           and _statement_kept(sentence, other) for other in kept)
+                           and _statement_kept(sentence, other) for other in kept
+                           if not _another_picture(sentence, other))
         if not said_already or _leaned_on(sentence, after.get(id(sentence))):
             kept.append(sentence)
     chosen = {id(s) for s in kept}
     return [s for s in found if id(s) in chosen]  # back in conversation order
+
+
+_PICTURE = re.compile(r"^\[shares image:")
+
+
+def _another_picture(candidate: _Sentence, other: _Sentence) -> bool:
+    """Two captions of pictures shared in two turns describe two pictures, however alike their words ("a bench
+    looking at the sunset" is not "a bench in a forest"): neither says the other."""
+    return candidate.member != other.member and bool(_PICTURE.match(candidate.text)) \
+        and bool(_PICTURE.match(other.text))
 
 
 def _leaned_on(sentence: _Sentence, following: _Sentence | None) -> bool:

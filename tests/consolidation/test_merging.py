@@ -476,3 +476,12 @@ def test_a_member_that_names_what_its_pronoun_stands_for_is_merged():
                Member("Noor: I adopted two rabbits in spring. They love fresh carrots from the market.", MAY_8)]
     [chunk] = merge_cluster(members, limit=350)
     assert "They love fresh carrots" in chunk.text and sorted(chunk.members) == [0, 1]
+
+
+def test_two_turns_pictures_are_two_pictures_however_alike_their_captions():
+    members = [Member("Audrey: We walked to the lake on Sunday. [shares image: a photo of a bench looking at the "
+                      "sunset]", MAY_8),
+               Member("Audrey: My dogs loved the new trail by the river. [shares image: a photo of a bench in a "
+                      "forest]", MAY_8)]
+    [chunk] = merge_cluster(members, limit=400, redundancy=0.5)
+    assert "sunset" in chunk.text and "forest" in chunk.text
