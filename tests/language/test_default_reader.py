@@ -41,6 +41,7 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
     ("Disk usage on db-3 at 71 percent", "Disk usage on db-3 at 93 percent"),
     ("I ran 5 miles yesterday.", "I ran 8 miles this morning."),  # one-off events on their own dates
     ("My sister lives in Lisbon.", "My favourite bakery is in Porto."),  # nothing in common
+    ("We watched the film Vertigo at the club.", "As for my favourite film, it's hard to pick just one."),  # "one"
 ])
 def test_both_stay_true(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]

@@ -110,7 +110,7 @@ class Reading:
         return frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
 
 
-FEATURES_VERSION = 1  # raise it when `reading_of` changes: stored features of another version are read again
+FEATURES_VERSION = 2  # raise it when `reading_of` changes: stored features of another version are read again
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -226,15 +226,23 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     for ent in doc.ents:
         dated_day = ent.label_ == "DATE" and any(c.like_num for c in ent)
         addressed = ent.label_ == "PERSON" and ent.root.dep_ in _ASIDE  # "Wow, Jon, …": the person spoken to
-        if (ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day) and not addressed:
+        if (ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day) and not addressed \
+                and not (len(ent) == 1 and _pronoun_number(ent.root)):
             numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
             value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
             if not _left_behind(ent.root):
                 found.append((ent.root, value))
             covered.update(t.i for t in ent)
     found += [(t, _number(t)) for t in doc
-              if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)]
+              if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)
+              and not _pronoun_number(t)]
     return found
+
+
+def _pronoun_number(token: Any) -> bool:
+    """A number word standing alone for a thing said before, counting nothing ("hard to choose just one", "the
+    first of them"): no value. A count is written in digits or counts a noun ("one dog")."""
+    return token.like_num and token.is_alpha and token.dep_ not in ("nummod", "quantmod", "compound")
 
 
 def _number(token: Any) -> str:
