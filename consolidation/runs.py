@@ -99,13 +99,6 @@ def active_run(*, tenant_id: int, user_id: str, kind: str = RunKind.CLUSTERING) 
     return runs.filter(user_id=user_id, kind__in=MEMORY_RUN_KINDS).first()
 
 
-def held_run(*, tenant_id: int, user_id: str) -> ConsolidationRun | None:
-    """The user's clustering run the omission check holds for review, if any: until an operator releases or rejects
-    it, no later run merges on top of what it wrote (a rejection could no longer undo a change another builds on)."""
-    return ConsolidationRun.objects.filter(tenant_id=tenant_id, user_id=user_id, kind=RunKind.CLUSTERING,
-                                           held=True).order_by("created_at").first()
-
-
 # A request that finds no active run after its insert was refused tries again: the blocking run may have finished in
 # between. More than a few in a row means the refusal was something else (a foreign key), which must surface.
 REQUEST_ATTEMPTS = 5

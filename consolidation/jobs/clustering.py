@@ -65,15 +65,7 @@ from consolidation.ledger import (
     semantic_snapshot,
 )
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind, RunStatus
-from consolidation.runs import (
-    LeaseLost,
-    RunOutcome,
-    held_run,
-    run_fence,
-    run_finish,
-    run_in_process,
-    run_policy,
-)
+from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_policy
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
 from zeromem.core.adapters.embeddings import QueryCacheStats, embed_texts, query_cache_stats
 from zeromem.core.domain.policy import ClusteringPolicy, Policy, PolicyInvalid
@@ -525,10 +517,6 @@ def clustering_execute(*, run: ConsolidationRun, worker: str, force: bool = Fals
         policy = run_policy(run)
     except PolicyInvalid as invalid:
         return run_finish(run_id=run.id, worker=worker, status=RunStatus.FAILED, error=str(invalid))
-    held = held_run(tenant_id=tenant.id, user_id=run.user_id)
-    if held is not None:
-        return run_finish(run_id=run.id, worker=worker, status=RunStatus.SKIPPED,
-                          error=f"run {held.id} is held for review: this user's memories wait until it is decided")
     started, queries = time.perf_counter(), query_cache_stats()
     plan = clustering_plan(tenant=tenant, user_id=run.user_id, now=timezone.now(), force=force, policy=policy,
                            judge=update_judge(run=run, tenant=tenant, policy=policy.updates))

@@ -106,28 +106,6 @@ def test_approving_a_held_run_keeps_its_changes_and_releases_it(tenant, monkeypa
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_held_run_pauses_the_users_clustering_until_it_is_decided(tenant, monkeypatch, now, three_days_ago):
-    """Later runs must not merge on top of what a held run wrote: a rejection could no longer undo it."""
-    incidents(tenant, INCIDENTS, created_at=three_days_ago)
-    with_neighbours(tenant, now)
-    monkeypatch.setattr(clustering_jobs, "merge_cluster", lossy_merge)
-    held = cluster(tenant)
-    assert held.held
-    incidents(tenant, [text.replace("illing", "ooking").replace("rders", "ffers") for text in INCIDENTS],
-              created_at=three_days_ago)
-    before = world(tenant)
-
-    paused = cluster(tenant)
-
-    assert paused.status == "skipped" and str(held.id) in paused.error
-    assert world(tenant) == before and not LedgerEntry.objects.filter(run=paused).exists()
-    review_decide_runs(run_ids=[held.id], decision="approve", actor="admin:ops")
-    monkeypatch.setattr(clustering_jobs, "merge_cluster", REAL_MERGE)
-    resumed = cluster(tenant)
-    assert resumed.status == "succeeded" and resumed.merged > 0
-
-
-@pytest.mark.django_db(transaction=True)
 def test_the_share_of_lost_statements_that_holds_a_run_is_the_tenants(tenant, monkeypatch, now, three_days_ago):
     overrides(tenant, omissions={"max_share": 1.0})
     incidents(tenant, INCIDENTS, created_at=three_days_ago)
