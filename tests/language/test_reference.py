@@ -23,6 +23,9 @@ from zeromem.language.reference import leans_outside
     (["We hike there this weekend."], [False]),  # "this" before a time points at the calendar
     (["Must have been amazing!"], [True]),  # the copula's subject left out
     (["Pepper and Miso!", "They love fresh carrots."], [False, True]),  # names called out are no argument
+    (["I'm sure they'll love the cake."], [True]),  # an adjective is nothing a pronoun stands for
+    (["Not only does it help me stay calm, it keeps me fit."], [True]),  # no predicate: "it" is a thing
+    (["That hiking spot looks great!", "It has a lake."], [True, True]),  # named only by a sentence that leans
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning

@@ -61,19 +61,22 @@ def leans_outside(sentences: list[str]) -> list[bool]:
     - a main verb whose subject is left out, where it is the "it" or "that" of what was said before: a verb in the
       third person present or the copula ("Looks like fun!", "Must have been amazing!"; a bare verb is an order
       or the speaker's own elided "I").
+    A sentence that leans names nothing a later one may stand for: a merge leaves it out, or the turn as said.
     (A pronoun's number is no guide: "they" may be one doctor.)"""
     nouns: set[str] = set()
     out = []
     for sentence in sentences:
         mentions, leans = _mentions(sentence)
+        seen = set(nouns)
         for kind, lemma in mentions:
             if kind == "pronoun":
-                leans = leans or not nouns
+                leans = leans or not seen
             elif kind == "pointed":
-                leans = leans or lemma not in nouns
+                leans = leans or lemma not in seen
             else:
-                nouns.add(lemma)
+                seen.add(lemma)
         out.append(leans)
+        nouns = nouns if leans else seen
     return out
 
 
@@ -90,16 +93,17 @@ def _mentions(sentence: str) -> tuple[tuple[Mention, ...], bool]:
         if token.pos_ == "PRON":
             if _stands_for_a_thing(token):
                 found.append(("pronoun", ""))
-        elif _argument(token) or token.dep_ in _COMPLEMENTS:
-            if _pointed(token):
-                found.append(("pointed", token.lemma_.lower()))
+            continue
+        if _pointed(token):
+            found.append(("pointed", token.lemma_.lower()))
+        if _argument(token) or token.dep_ in _COMPLEMENTS:
             found.append(("thing", token.lemma_.lower()))
     return tuple(found), _subject_left_out(doc)
 
 
-# Slots where a word can be what a later pronoun stands for even when the tagger calls a noun a verb or an
-# adjective ("allergic to shellfish/VERB, so keep them out").
-_COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "acomp", "xcomp", "oprd"})
+# Slots where a word can be what a later pronoun stands for even when the tagger calls a noun a verb ("allergic to
+# shellfish/VERB, so keep them out"); not an adjective's ("I'm sure they'll love it").
+_COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "xcomp", "oprd"})
 
 
 def _pointed(token: Any) -> bool:
@@ -131,8 +135,9 @@ def _opener(doc: Any) -> Any | None:
 
 
 def _pleonastic(pronoun: Any) -> bool:
-    """"It's fun to paint": the subject "it" stands for the clause that follows (an infinitive or a that-clause on
-    its head), not for anything said before."""
-    head = pronoun.head
-    return pronoun.lower_ == "it" and any(c.dep_ in ("xcomp", "ccomp") for c in head.children) \
-        if pronoun.dep_ == "nsubj" else False
+    """"It's fun to paint": the subject "it" of a predicate ("fun", "great") stands for the clause that follows (an
+    infinitive or a that-clause on its head), not for anything said before ("It helps me stay calm" is no such it)."""
+    if pronoun.dep_ != "nsubj" or pronoun.lower_ != "it":
+        return False
+    children = {c.dep_ for c in pronoun.head.children}
+    return bool(children & {"xcomp", "ccomp"}) and bool(children & {"acomp", "attr", "oprd"})
