@@ -207,9 +207,9 @@ class ReflectionScope:
 
 
 def _unreflected() -> Q:
-    # Episodes, and semantic memories clustering made that no reflection has read (reflection's own are
-    # tagged "reflection" and never feed it again).
-    return Q(memory_type__in=EPISODIC_TYPES) | (
+    # Memories no reflection has read: episodes (one read stays active when no passage could say it), and semantic
+    # memories clustering made (reflection's own are tagged "reflection" and never feed it again).
+    return Q(memory_type__in=EPISODIC_TYPES, reflected_at__isnull=True) | (
         Q(memory_type=MemoryType.SEMANTIC, reflected_at__isnull=True) & ~Q(tags__contains=["reflection"]))
 
 

@@ -145,7 +145,8 @@ def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
     if later.exists():  # a later call grew a passage this one wrote, or cited its episodes from it
         raise UndoRefused("a later reflection call added to a passage this call wrote; undo that one first")
     types = dict(Memory.objects.filter(id__in=sent).values_list("id", "memory_type"))
-    episodes = [m for m in sent if m in types and types[m] != MemoryType.SEMANTIC]
+    alone = set(_ids(entry.outputs.get("said_alone", [])))  # read but left active: nothing to unmerge
+    episodes = [m for m in sent if m in types and types[m] != MemoryType.SEMANTIC and m not in alone]
     memory_transition(tenant_id=entry.tenant_id, memory_ids=created, operation="retract", actor=actor,
                       reason=reason)
     MemorySource.objects.filter(memory_id__in=created).delete()
@@ -158,7 +159,8 @@ def _reflection(entry: LedgerEntry, actor: str, reason: str) -> None:
     if episodes:
         memory_transition(tenant_id=entry.tenant_id, memory_ids=episodes, operation="unmerge", actor=actor,
                           reason=reason)
-    Memory.objects.filter(id__in=[m for m in sent if types.get(m) == MemoryType.SEMANTIC]).update(reflected_at=None)
+    Memory.objects.filter(id__in=[m for m in sent if types.get(m) == MemoryType.SEMANTIC or m in alone]
+                          ).update(reflected_at=None)
     _mark_undone(entry, ledger_write(
         tenant_id=entry.tenant_id, action="unreflect", actor=actor, user_id=entry.user_id,
         memory_ids=[*created, *sent], reason=reason,

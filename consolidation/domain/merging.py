@@ -521,6 +521,13 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     return [s for s in found if id(s) not in dropped], answers
 
 
+def saying_something(texts: Sequence[str]) -> list[bool]:
+    """Per text, whether it says something as `merge_cluster` judges a text it writes (`text_says_something`), the
+    names of the texts' speakers being no value."""
+    names = frozenset(normalised(split_speaker(text)[0]) for text in texts) - {""}
+    return [text_says_something(text, names) for text in texts]
+
+
 def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:
     """The informative sentences of memories, as `merge_cluster(said=...)` takes them."""
     return [_Sentence(-1, *parsed) for member in members for parsed in _parsed_sentences(member, common_names)]

@@ -28,6 +28,7 @@ from consolidation.domain.merging import (
     fold_into,
     merge_cluster,
     pack_passages,
+    saying_something,
     topic_groups,
     topic_similarity,
 )
@@ -93,12 +94,25 @@ def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np
                                limit=limit, lossless=True)
         passages += [Passage(chunk.text, [number[members[m].id] for m in chunk.members],
                              _mean([vectors.get(members[m].id) for m in chunk.members])) for chunk in chunks]
-    return _all_cited(passages, [number[r.id] for r in episodes])
+    alone = said_alone(rows, passages)
+    return _all_cited(passages, [number[r.id] for r in episodes if r.id not in alone])
+
+
+def said_alone(rows: Sequence[MemoryRow], passages: Sequence[Passage]) -> frozenset[uuid.UUID]:
+    """The episodes among `rows` no passage cites that say something: a turn leaning on another ("Thanks! I took
+    it at the beach."), a statement too thin for a text — `merge_cluster` leaves such a member as it was said, since
+    a merged text would misread it. A passage citing it would retire it without saying what it said: it stays
+    active, as clustering leaves it."""
+    cited = {n for p in passages for n in p.numbers}
+    uncited = [r for n, r in enumerate(rows, 1) if not r.is_semantic and n not in cited]
+    return frozenset(r.id for r, says in zip(uncited, saying_something([r.content for r in uncited]), strict=True)
+                     if says)
 
 
 def _all_cited(passages: list[Passage], episodes: Sequence[int]) -> list[Passage]:
     """A topic that said nothing worth a passage ("Haha, thanks!") still has its episodes cited: by the first
-    passage (no passage at all: the caller writes a digest citing the whole batch)."""
+    passage (no passage at all: the caller writes a digest citing them). `episodes`: those a passage may cite,
+    the ones `said_alone` left out."""
     cited = {n for p in passages for n in p.numbers}
     stray = [n for n in episodes if n not in cited]
     if not passages or not stray:

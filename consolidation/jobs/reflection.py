@@ -49,7 +49,14 @@ from consolidation.domain.insights import (
 )
 from consolidation.domain.reflection_rules import reflect_extractive
 from consolidation.jobs.findability import Planned
-from consolidation.jobs.passages import Passage, PassagePlan, foreseen_passages, passage_grow, passages_plan
+from consolidation.jobs.passages import (
+    Passage,
+    PassagePlan,
+    foreseen_passages,
+    passage_grow,
+    passages_plan,
+    said_alone,
+)
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.ledger import ledger_write, memory_transition, profile_change_record, semantic_snapshot
 from consolidation.models import ConsolidationRun, RunKind, RunStatus
@@ -180,6 +187,7 @@ class Batch:
 @dataclass(frozen=True)
 class Digest:
     text: str  # the model's summary, or a fallback saying what was reviewed
+    sources: frozenset[uuid.UUID]  # the memories it stands for
 
 
 @dataclass(frozen=True)
@@ -212,13 +220,15 @@ def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passage
 
 @dataclass(frozen=True)
 class Plan:
-    """What one call's result becomes: the items filed per entity, the condensed passages, and for each item the
-    passage that already carries it (None: the item gets an insight memory of its own)."""
+    """What one call's result becomes: the items filed per entity, the condensed passages, for each item the
+    passage that already carries it (None: the item gets an insight memory of its own), and the episodes no passage
+    can say (`said_alone`): they stay active, read."""
 
     filed: list[Filed]
     passages: PassagePlan
     carrier: list[int | None]
     summary: str
+    said_alone: frozenset[uuid.UUID] = frozenset()
 
     @property
     def own_insights(self) -> list[Insight]:
@@ -235,7 +245,8 @@ def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, m
                                                      strict=True)]
     passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), policy=policy,
                              neighbours=neighbours, foreseen=foreseen)
-    return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary)
+    return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary,
+                said_alone(batch.rows, passages.passages))
 
 
 def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
@@ -255,7 +266,7 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
     assert result.reflection is not None
     plan = call_plan(scope, batch, result.reflection, model=model, known=known, policy=policy,
                      neighbours=neighbours, foreseen=foreseen)
-    fallback = [] if plan.passages.passages or not batch.episodes else [Digest(_fallback_digest(scope, batch))]
+    fallback = [] if plan.passages.passages else _fallback(scope, batch, plan.said_alone)
     drafts = call_drafts(plan.own_insights, fallback, plan.passages.new, plan.passages.vectors)
     growth_vectors = embed_texts_reusing([g.text for g in plan.passages.growths], plan.passages.vectors)
     now = timezone.now()
@@ -267,7 +278,7 @@ def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, b
             for g, vector in zip(plan.passages.growths, growth_vectors, strict=True))]
         created = [w.memory for w in written if w.before is None]
         search_stats_add(memory_ids=[m.id for m in created])
-        _retire_inputs(run, scope, batch, now)
+        _retire_inputs(run, scope, batch, now, plan.said_alone)
         profile_updated = _merge_profiles(run, scope, batch, plan, _passage_memories(plan, written, grown),
                                           [w for w in written if w.insight is not None])
         _ledger(run, scope, batch, plan, [w.memory for w in [*written, *grown]], model, result, created=created,
@@ -296,7 +307,7 @@ def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, dr
     if isinstance(what, Insight):
         return _insight_memory(run, scope, batch, what, draft.vector, model, now)
     if isinstance(what, Digest):
-        rows = batch.rows
+        rows = [r for r in batch.rows if r.id in what.sources]
         tags, extra = ["reflection", "digest"], {"model": model}
     else:
         rows = batch.picked(what.numbers)
@@ -335,10 +346,15 @@ def _profile_item(insight: Insight, support: Sequence[str], batch: Batch, memory
                        said_from=min(r.created_at for r in rows), said_last=max(r.created_at for r in rows))
 
 
-def _fallback_digest(scope: ReflectionScope, batch: Batch) -> str:
-    first = min(r.created_at for r in batch.rows).date().isoformat()
-    last = max(r.created_at for r in batch.rows).date().isoformat()
-    return f"{scope.subject}: {len(batch.rows)} memories from {first} to {last} reviewed; nothing durable found."
+def _fallback(scope: ReflectionScope, batch: Batch, alone: frozenset[uuid.UUID]) -> list[Digest]:
+    """A call without passages: a digest of what was reviewed, citing the batch but the episodes said alone (it
+    does not say what they said); none when no episode is left for it to stand for."""
+    rows = [r for r in batch.rows if r.id not in alone]
+    if all(r.is_semantic for r in rows):
+        return []
+    first, last = (f(r.created_at for r in rows).date().isoformat() for f in (min, max))
+    text = f"{scope.subject}: {len(rows)} memories from {first} to {last} reviewed; nothing durable found."
+    return [Digest(text, frozenset(r.id for r in rows))]
 
 
 def _insight_memory(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, insight: Insight,
@@ -394,17 +410,19 @@ def _semantic(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, *, co
     return memory
 
 
-def _retire_inputs(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, now: Any) -> None:
-    """Episodes sent → consolidated; semantic inputs sent → reflected (they stay active). All or nothing."""
-    episodes = [r.id for r in batch.episodes]
-    semantic = [r.id for r in batch.rows if r.is_semantic]
+def _retire_inputs(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, now: Any,
+                   alone: frozenset[uuid.UUID]) -> None:
+    """Episodes sent → consolidated; semantic inputs and the episodes said `alone` → reflected (they stay active,
+    never sent again). All or nothing."""
+    episodes = [r.id for r in batch.episodes if r.id not in alone]
+    kept = [r.id for r in batch.rows if r.is_semantic or r.id in alone]
     if episodes:
         memory_transition(tenant_id=scope.tenant_id, memory_ids=episodes, operation="consolidate",
                           actor=f"run:{run.id}", run_id=run.id, reason="reflected into semantic memories")
-    marked = (Memory.objects.filter(id__in=semantic, state=MemoryState.RAW, reflected_at__isnull=True)
+    marked = (Memory.objects.filter(id__in=kept, state=MemoryState.RAW, reflected_at__isnull=True)
               .update(reflected_at=now))
-    if marked != len(semantic):
-        raise TransitionRefused("a semantic input changed while it was being reflected; nothing of this call "
+    if marked != len(kept):
+        raise TransitionRefused("an input kept active changed while it was being reflected; nothing of this call "
                                 "was written")
 
 
@@ -418,7 +436,7 @@ def _ledger(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: P
         inputs={"entity_id": scope.entity_id, "namespace": scope.namespace, "model": model,
                 "sent": [{"id": str(r.id), "content_hash": r.content_hash} for r in batch.rows]},
         outputs={"semantic_ids": [str(m.id) for m in written], "created_ids": [str(m.id) for m in created],
-                 "corroborated": corroborated, "grown": grown,
+                 "corroborated": corroborated, "grown": grown, "said_alone": [str(m) for m in plan.said_alone],
                  "items": [{"category": f.insight.category, "statement": f.insight.statement,
                             "confidence": f.insight.confidence, "entity_id": f.entity or scope.entity_id,
                             "source_ids": [str(x) for x in batch.ids(f.insight.sources)]} for f in plan.filed],

@@ -12,6 +12,7 @@ from consolidation.corrections.revert import run_revert
 from consolidation.domain.insights import parts_from_messages
 from consolidation.jobs.reflection import reflection_user_run_now
 from consolidation.models import LedgerEntry
+from consolidation.selectors import reflection_eligible_scopes
 from profiles.models import MemoryProfile
 from tests.factories import ALICE, DAY, ingest, ingest_entity, memory_input, reflect_entity
 from zeromem.devtools.evaluation.profiles import third_person
@@ -157,6 +158,37 @@ def test_small_talk_that_makes_no_passage_is_still_cited(tenant):
     cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
     assert {m.id for m in memories} <= cited
     assert Memory.objects.filter(id__in=[m.id for m in memories], state="consolidated").count() == 12
+
+
+# A turn that leans on another ("it" is the photo the other speaker asked about): no merged text may hold it, so
+# no passage says it.
+LEANING = "Alice: Thanks! I took it at the beach in Lisbon last month."
+PLACES = ["beach in Lisbon", "harbour in Porto", "lake in Geneva", "market in Seville", "castle in Prague",
+          "bridge in Budapest", "canal in Utrecht", "park in Vienna", "square in Krakow", "cliff in Dover"]
+
+
+def test_a_turn_no_passage_can_say_stays_active_read_once_and_an_undo_makes_it_unread(tenant):
+    memories = ingest_entity(tenant, n=12, texts=[LEANING, "Alice: Haha, thanks!", *ALICE[:10]])
+    leaning, chatter = memories[0], memories[1]
+    run = reflect_entity(tenant)
+    assert run.status == "succeeded"
+    leaning.refresh_from_db()
+    assert leaning.state == "raw" and leaning.reflected_at is not None  # what it said is still said, by itself
+    assert Memory.objects.filter(id__in=[m.id for m in memories[1:]], state="consolidated").count() == 11
+    assert Memory.objects.filter(id=chatter.id, cited_by_links__memory__state="raw").exists()
+    forced = reflection_eligible_scopes(policies={}, tenant_id=tenant.id, force=True)
+    assert "alice" not in [s.entity_id for s in forced]  # read once: never sent again
+    run_revert(run_id=run.id, actor="test", reason="undo")
+    leaning.refresh_from_db()
+    assert leaning.state == "raw" and leaning.reflected_at is None
+    assert Memory.objects.filter(id__in=[m.id for m in memories], state="raw").count() == 12
+
+
+def test_a_batch_of_turns_no_passage_can_say_gets_no_digest_that_would_retire_them(tenant):
+    memories = ingest_entity(tenant, n=10, texts=[f"Alice: Thanks! I took it at the {p} last month." for p in PLACES])
+    assert reflect_entity(tenant).status == "succeeded"
+    assert Memory.objects.filter(id__in=[m.id for m in memories], state="raw").count() == 10
+    assert not Memory.objects.filter(tenant=tenant, tags__contains=["digest"]).exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ import pytest
 
 from consolidation.domain.merging import Chunk
 from consolidation.jobs import clustering as clustering_jobs
-from consolidation.jobs import passages
+from consolidation.jobs import passages, reflection
 from consolidation.jobs.clustering import clustering_run_now
 from consolidation.jobs.reflection import reflection_run_now
 from consolidation.models import Canary, LedgerEntry
@@ -173,7 +173,9 @@ def test_a_lossy_reflection_is_undone_episodes_back_profile_as_before(tenant, mo
     ingest_entity(tenant, n=12, now=now)
     alice_neighbours(tenant, now)
     before = world(tenant)
-    monkeypatch.setattr(passages, "condensed_passages", lambda rows, vectors, limit: [])  # items and insights only
+    # Items and insights only, and a digest that retires every episode: what they said is no longer found.
+    monkeypatch.setattr(passages, "condensed_passages", lambda rows, vectors, limit: [])
+    monkeypatch.setattr(reflection, "said_alone", lambda rows, found: frozenset())
     run = reflection_run_now(scope=ReflectionScope(tenant.id, "u1", "alice", "global"), trigger="cli").run
     assert run.status == "failed" and run.error.startswith("retrieval safety net")
     memories, links, relations = world(tenant)

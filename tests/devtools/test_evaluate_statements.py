@@ -40,6 +40,11 @@ def test_a_date_spelled_like_a_speakers_name_is_still_a_value():
     assert statements_of("Maya: I moved in May.") == [("I moved in May.", frozenset({"may"}))]
 
 
+def test_a_value_the_tagger_splits_inside_a_word_is_the_whole_word():
+    assert statements_of("Maria: I set up a 5K charity run in our neighborhood.") == [
+        ("I set up a 5K charity run in our neighborhood.", frozenset({"5k"}))]
+
+
 def merged(tenant, text: str, sources: list[uuid.UUID], *, now, source_type: str = "consolidated") -> Memory:
     """Arrange what a clustering run leaves behind (the run itself is tested in tests/consolidation): a semantic
     memory citing its sources, which leave the active store."""
@@ -83,6 +88,15 @@ def test_a_statement_kept_verbatim_in_a_merged_memory_is_not_lost(tenant, source
     swim, rent, band = sources
     merged(tenant, "Mel: I swim twice a week at the lake. My rent is $1,400 a month since we moved to Lisbon "
                    "(May 2023). I play bass in a jazz trio called Blue Fig.", [swim, rent, band], now=now)
+
+    assert lost(tenant.id) == []
+
+
+@pytest.mark.django_db
+def test_a_value_written_inside_a_word_is_stated_by_a_memory_keeping_it_verbatim(tenant, now):
+    run = ingest(tenant, "Maria: Last weekend I set up a 5K charity run in our neighborhood.", embed=False,
+                 created_at=now - DAY)
+    merged(tenant, "Maria: Last weekend I set up a 5K charity run in our neighborhood. It raised $900.", run, now=now)
 
     assert lost(tenant.id) == []
 

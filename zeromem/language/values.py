@@ -52,10 +52,26 @@ def sentence_values(doc: Any, speakers: frozenset[str] = frozenset()) -> frozens
     spans += [doc[t.i:t.i + 1] for t in doc if t.i not in in_entity and is_value_token(t)]
     spans += frequencies(doc)
     values = {value for span in spans if not is_addressee(span)
-              for value in [normalised(span.text)]
+              for value in [normalised(whole_words(span).text)]
               if _WORD.search(value) and not (is_name(span) and names_of({value}, speakers))}
     return frozenset(v for v in values if not any(v != w and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", w)
                                                   for w in values))
+
+
+def whole_words(span: Any) -> Any:
+    """The span widened to the words it is written in: the tagger splits "5K" and "3pm" into two tokens, and a
+    value "5" is then found in no text as a whole word, not even in the sentence it came from."""
+    doc, start, end = span.doc, span.start, span.end
+    while start > 0 and _glued(doc[start - 1], doc[start]):
+        start -= 1
+    while end < len(doc) and _glued(doc[end - 1], doc[end]):
+        end += 1
+    return doc[start:end]
+
+
+def _glued(first: Any, second: Any) -> bool:
+    """Two tokens written as one word: no space between, letters or digits on both sides of the seam."""
+    return not first.whitespace_ and first.text[-1:].isalnum() and second.text[:1].isalnum()
 
 
 def is_value_entity(entity: Any) -> bool:
