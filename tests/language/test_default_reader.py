@@ -28,6 +28,10 @@ def reader() -> DefaultReader:
     ("I've been volunteering at the shelter for 4 months.", "I've been volunteering at the shelter for 7 months."),
     ("The nightly backup keeps 10 snapshots.", "The nightly backup keeps 14 snapshots."),
     ("My commute takes forty minutes.", "My commute takes 25 minutes since the new line opened."),  # words vs digits
+    # the value said first, then what it is: a praising adjective does not make another ratio
+    ("I found that 3 cups of water for every cup of rice is the perfect ratio.",
+     "My rice ratio is now 2 cups of water for every cup of rice."),
+    ("Sweet Basil is my favorite restaurant.", "My favourite restaurant these days is Golden Lotus."),
 ])
 def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, newer):
     assert reader.same_attribute([pair(older, newer)]) == [True]

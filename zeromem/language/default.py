@@ -110,7 +110,7 @@ class Reading:
         return frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
 
 
-FEATURES_VERSION = 2  # raise it when `reading_of` changes: stored features of another version are read again
+FEATURES_VERSION = 3  # raise it when `reading_of` changes: stored features of another version are read again
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -202,8 +202,10 @@ def _attribute(token: Any) -> Attribute:
     """A noun and what tells it apart: its noun and adjective modifiers, names included ("traditional Lakota games"
     are not "traditional Iroquois games"), a name set beside it ("our cat Miso"), the parts glued to it
     ("replica-2"), and the things it is of or on ("latency on checkout")."""
-    modifiers = {c.lemma_.lower() for c in token.children
-                 if c.dep_ in _MODIFIERS and c.pos_ in _NOUNS | {"ADJ", "VERB"} and not c.like_num}
+    # What a copula says something is ("… is the perfect ratio") describes it: its adjectives praise, not pick out.
+    kinds = _NOUNS | {"VERB"} if token.dep_ == "attr" else _NOUNS | {"ADJ", "VERB"}
+    modifiers = {c.lemma_.lower() for c in token.children if c.dep_ in _MODIFIERS and c.pos_ in kinds
+                 and not c.like_num}
     modifiers |= {c.text.lower() for c in token.subtree if _glued(c) and c.head.i == token.i}
     modifiers |= {c.lemma_.lower() for c in token.children if c.dep_ == "appos" and c.ent_type_ == "PERSON"}
     for prep in (c for c in token.children if c.dep_ == "prep"):
@@ -272,7 +274,7 @@ def _fact(token: Any, value: str, doc: Any) -> Fact | None:
         node = node.head
     preposition = ""
     for _ in range(6):
-        if node.dep_ not in _CLIMB or node.head.i == node.i:
+        if not (node.dep_ in _CLIMB or _copula_subject(node)) or node.head.i == node.i:
             break
         parent = node.head
         if parent.pos_ == "ADP":
@@ -292,10 +294,16 @@ def _fact(token: Any, value: str, doc: Any) -> Fact | None:
     return None
 
 
+def _copula_subject(token: Any) -> bool:
+    """The subject of "is": the value may be said first ("1 tablespoon for every 6 ounces is the perfect ratio")."""
+    return token.dep_ == "nsubj" and token.head.pos_ == "AUX"
+
+
 def _described(verb: Any, path: Any) -> Any | None:
-    """The noun phrase a verb's value describes: its object, else its subject (not the value); a third-person
-    pronoun subject stands for the nearest thing named before it ("… log retention, it's 30 days now")."""
-    for dep in ("dobj", "nsubj", "nsubjpass"):
+    """The noun phrase a verb's value describes: its object, else its subject (not the value), else what a copula
+    says the value is ("1 tablespoon for every 6 ounces is the perfect ratio"); a third-person pronoun subject
+    stands for the nearest thing named before it ("… log retention, it's 30 days now")."""
+    for dep in ("dobj", "nsubj", "nsubjpass", "attr"):
         for child in verb.children:
             if child.dep_ != dep or child.i == path.i:
                 continue
