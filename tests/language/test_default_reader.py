@@ -32,6 +32,7 @@ def reader() -> DefaultReader:
     ("I found that 3 cups of water for every cup of rice is the perfect ratio.",
      "My rice ratio is now 2 cups of water for every cup of rice."),
     ("Sweet Basil is my favorite restaurant.", "My favourite restaurant these days is Golden Lotus."),
+    ("My pottery class is on Tuesdays.", "My pottery class is on Thursdays now."),  # a named day is a value
 ])
 def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, newer):
     assert reader.same_attribute([pair(older, newer)]) == [True]
@@ -41,6 +42,8 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
 @pytest.mark.parametrize(("older", "newer"), [
     ("The staging database has 2 replicas.", "The production database has 5 replicas."),  # modifiers disagree
     ("I have two cats.", "I have 2 cats."),  # the same value, written differently
+    ("My pottery class is on Fridays.", "The pottery class is on Friday."),
+    ("I went to the market on Saturday.", "I went to the fair on Sunday."),  # past events on their days
     ("Checkout service p99 latency 420 ms", "Checkout service p99 latency 980 ms"),  # readings of a moment
     ("Disk usage on db-3 at 71 percent", "Disk usage on db-3 at 93 percent"),
     ("I ran 5 miles yesterday.", "I ran 8 miles this morning."),  # one-off events on their own dates

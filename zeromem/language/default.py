@@ -226,7 +226,7 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     found: list[tuple[Any, str]] = []
     covered: set[int] = set()
     for ent in doc.ents:
-        dated_day = ent.label_ == "DATE" and any(c.like_num for c in ent)
+        dated_day = ent.label_ == "DATE" and any(c.like_num or c.pos_ == "PROPN" for c in ent)  # "the 14th", "Friday"
         addressed = ent.label_ == "PERSON" and ent.root.dep_ in _ASIDE  # "Wow, Jon, …": the person spoken to
         if (ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day) and not addressed \
                 and not (len(ent) == 1 and _pronoun_number(ent.root)):
@@ -255,8 +255,14 @@ def _number(token: Any) -> str:
 
 
 def _phrase(span: Any) -> str:
-    """A value's words, numbers normalised and articles dropped: "the 21st" → 21, "nine months" → 9 month."""
-    return " ".join(_number(t) if t.like_num else t.lemma_.lower() for t in span if t.pos_ != "DET")
+    """A value's words, numbers normalised and articles dropped: "the 21st" → 21, "nine months" → 9 month; a named
+    day said of every week is that day ("on Fridays" → friday: the tagger leaves the plural on a proper noun)."""
+    return " ".join(_number(t) if t.like_num else _day(t) if span.label_ == "DATE" and t.pos_ == "PROPN"
+                    else t.lemma_.lower() for t in span if t.pos_ != "DET")
+
+
+def _day(token: Any) -> str:
+    return token.lemma_.lower().removesuffix("s")
 
 
 def _left_behind(token: Any) -> bool:
