@@ -44,6 +44,8 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
     ("I have two cats.", "I have 2 cats."),  # the same value, written differently
     ("My pottery class is on Fridays.", "The pottery class is on Friday."),
     ("I went to the market on Saturday.", "I went to the fair on Sunday."),  # past events on their days
+    ("We upgraded Grafana.", "We upgraded Kibana."),  # two actions done, each true of its time
+    ("I donated $40 to the choir.", "I donated $75 to the choir this spring."),
     ("Checkout service p99 latency 420 ms", "Checkout service p99 latency 980 ms"),  # readings of a moment
     ("Disk usage on db-3 at 71 percent", "Disk usage on db-3 at 93 percent"),
     ("I ran 5 miles yesterday.", "I ran 8 miles this morning."),  # one-off events on their own dates
@@ -129,3 +131,8 @@ def test_a_text_speaks_of_what_is_asked_as_a_head_a_modifier_or_a_unit(reader):
              "My sister bought a canoe."]  # something else
     assert reader.about_asked("How many kayaks do I own now?", [Said(t, BASE) for t in texts]) == [
         True, True, False]
+
+
+def test_a_name_the_entity_tagger_missed_is_a_value_and_the_one_moved_off_is_left_behind():
+    values = {f.value for f in read(["We moved CI off Jenkins to Drone last month."])[0].facts}
+    assert "drone" in values and "jenkins" not in values

@@ -35,7 +35,8 @@ from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 _NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
 _AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
 _NOUNS = frozenset({"NOUN", "PROPN"})
-_SPANS = frozenset({"for", "since"})  # prepositions of a duration: grammar, not vocabulary
+_SPANS = frozenset({"for", "since"})
+_SOURCES = frozenset({"from", "off"})  # prepositions of a duration: grammar, not vocabulary
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
@@ -96,6 +97,7 @@ class Reading:
     speaker: bool  # the speaker is the subject or the owner of what is described
     measured: bool  # a reading of a measured quantity at a moment
     event: bool  # a one-off: a past action on its own date, or one the speaker did not do
+    past: bool = False  # its main verb is in the simple past, an action done ("I played a nocturne")
 
     @property
     def named(self) -> frozenset[str]:
@@ -121,7 +123,7 @@ def reading_json(reading: Reading) -> dict[str, Any]:
             "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate] for f in reading.facts],
             "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
             "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
-            "measured": reading.measured, "event": reading.event}
+            "measured": reading.measured, "event": reading.event, "past": reading.past}
 
 
 def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
@@ -136,7 +138,7 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
                                stored["facts"]),
                    attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
                    negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
-                   measured=stored["measured"], event=stored["event"])
+                   measured=stored["measured"], event=stored["event"], past=stored["past"])
 
 
 def read_said(said: Sequence[Said]) -> list[Reading]:
@@ -187,7 +189,14 @@ def reading_of(doc: Any) -> Reading:
     return Reading(facts=facts, attributes=attributes, content=content, negated=negated,
                    predicate=root.lemma_.lower() if root is not None else "", speaker=speaker,
                    measured=bool(values) and not speaker and not finite,
-                   event=past_action and (anchored or not speaker))
+                   event=past_action and (anchored or not speaker), past=_simple_past(root))
+
+
+def _simple_past(root: Any) -> bool:
+    """A main verb in the simple past ("I played a nocturne"): an action done; "I've visited 14 countries" is a
+    perfect, a running total that holds now."""
+    return (root is not None and root.pos_ == "VERB" and "Past" in root.morph.get("Tense")
+            and "Fin" in root.morph.get("VerbForm"))
 
 
 def _first_person(token: Any) -> bool:
@@ -238,6 +247,19 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     found += [(t, _number(t)) for t in doc
               if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)
               and not _pronoun_number(t)]
+    return found + _untagged_names(doc, covered)
+
+
+def _untagged_names(doc: Any, covered: set[int]) -> list[tuple[Any, str]]:
+    """A proper noun the entity tagger missed ("moved CI to Buildkite") names something all the same: with the
+    proper nouns compounded before it, unless it is spoken to or stands alone ("Thanks, Sam!", "Buildkite.")."""
+    found = []
+    for token in doc:
+        if token.pos_ != "PROPN" or token.dep_ == "compound" or token.dep_ in _ASIDE:
+            continue
+        name = [c for c in token.lefts if c.dep_ == "compound" and c.pos_ == "PROPN"] + [token]
+        if not any(t.i in covered for t in name) and not _left_behind(token):
+            found.append((token, " ".join(t.lemma_.lower() for t in name)))
     return found
 
 
@@ -266,8 +288,9 @@ def _day(token: Any) -> str:
 
 
 def _left_behind(token: Any) -> bool:
-    """A value in a verb's "from" slot is the one being left ("changed from Madrid to Valencia")."""
-    return token.dep_ == "pobj" and token.head.lemma_.lower() == "from" and token.head.head.pos_ == "VERB"
+    """A value in a verb's slot of where it comes from is the one being left ("changed from Madrid to Valencia",
+    "moved off Jenkins"): two prepositions of English grammar, not vocabulary."""
+    return token.dep_ == "pobj" and token.head.lemma_.lower() in _SOURCES and token.head.head.pos_ == "VERB"
 
 
 def _fact(token: Any, value: str, doc: Any) -> Fact | None:
@@ -458,7 +481,7 @@ def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: floa
     """`REPLACES` a changed value said later; `CONTRADICTS` one said at the same time (a person decides which
     holds); readings of a moment and one-off events are each true on their own."""
     policy = policy or Thresholds()
-    if (older.measured or newer.measured or older.event or gap < timedelta(0)
+    if (older.measured or newer.measured or older.event or older.past and newer.past or gap < timedelta(0)
             or not changed(older, newer, similarity=similarity, policy=policy)):
         return KEEPS
     return REPLACES if gap >= policy.min_gap else CONTRADICTS
