@@ -136,3 +136,11 @@ def test_a_text_speaks_of_what_is_asked_as_a_head_a_modifier_or_a_unit(reader):
 def test_a_name_the_entity_tagger_missed_is_a_value_and_the_one_moved_off_is_left_behind():
     values = {f.value for f in read(["We moved CI off Jenkins to Drone last month."])[0].facts}
     assert "drone" in values and "jenkins" not in values
+
+
+@pytest.mark.parametrize(("text", "not_values"), [
+    ("Last Friday, I hiked with my cousins.", {"last friday", "friday"}),  # when an action was done
+    ("Nadia, I've been busy with the garden.", {"nadia"}),  # the person spoken to
+])
+def test_what_only_frames_a_statement_is_no_value(text, not_values):
+    assert not {f.value for f in read([text])[0].facts} & not_values

@@ -194,9 +194,9 @@ def reading_of(doc: Any) -> Reading:
 
 def _simple_past(root: Any) -> bool:
     """A main verb in the simple past ("I played a nocturne"): an action done; "I've visited 14 countries" is a
-    perfect, a running total that holds now."""
+    perfect, a running total that holds now, and "I found that … is the perfect ratio" reports a state."""
     return (root is not None and root.pos_ == "VERB" and "Past" in root.morph.get("Tense")
-            and "Fin" in root.morph.get("VerbForm"))
+            and "Fin" in root.morph.get("VerbForm") and not any(c.dep_ == "ccomp" for c in root.children))
 
 
 def _first_person(token: Any) -> bool:
@@ -234,11 +234,14 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     """(the token a value hangs from, the value's normal form): amounts, dated days, names."""
     found: list[tuple[Any, str]] = []
     covered: set[int] = set()
+    done = _simple_past(next((t for t in doc if t.dep_ == "ROOT"), None))
     for ent in doc.ents:
-        dated_day = ent.label_ == "DATE" and any(c.like_num or c.pos_ == "PROPN" for c in ent)  # "the 14th", "Friday"
-        addressed = ent.label_ == "PERSON" and ent.root.dep_ in _ASIDE  # "Wow, Jon, …": the person spoken to
-        if (ent.label_ in _AMOUNTS or ent.label_ in _NAMED or dated_day) and not addressed \
-                and not (len(ent) == 1 and _pronoun_number(ent.root)):
+        dated_day = ent.label_ == "DATE" and (any(c.like_num for c in ent) or any(
+            c.pos_ == "PROPN" for c in ent) and not (done and _when(ent.root)))  # "the 14th", "Friday"
+        # A name is a proper noun or written as one: the tagger also calls chat's "kinda" a person.
+        named = ent.label_ in _NAMED and not _addressed(ent) and any(
+            c.pos_ == "PROPN" or c.text[:1].isupper() for c in ent)
+        if (ent.label_ in _AMOUNTS or named or dated_day) and not (len(ent) == 1 and _pronoun_number(ent.root)):
             numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
             value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
             if not _left_behind(ent.root):
@@ -255,12 +258,31 @@ def _untagged_names(doc: Any, covered: set[int]) -> list[tuple[Any, str]]:
     proper nouns compounded before it, unless it is spoken to or stands alone ("Thanks, Sam!", "Buildkite.")."""
     found = []
     for token in doc:
-        if token.pos_ != "PROPN" or token.dep_ == "compound" or token.dep_ in _ASIDE:
+        if token.pos_ != "PROPN" or token.dep_ == "compound" or token.dep_ in _ASIDE or not _capitalised(token):
             continue
         name = [c for c in token.lefts if c.dep_ == "compound" and c.pos_ == "PROPN"] + [token]
         if not any(t.i in covered for t in name) and not _left_behind(token):
             found.append((token, " ".join(t.lemma_.lower() for t in name)))
     return found
+
+
+def _when(token: Any) -> bool:
+    """A date that says when something happened ("Last Friday, I hiked", "hiked on Friday"), not where an action
+    moved something ("moved the call to Wednesday")."""
+    return token.dep_ == "npadvmod" or token.dep_ == "pobj" and token.head.lemma_.lower() == "on"
+
+
+def _addressed(ent: Any) -> bool:
+    """The person spoken to ("Wow, Jon, …", "Maria, I've been busy"), not one spoken of."""
+    after = ent.doc[ent.end] if ent.end < len(ent.doc) else None
+    return ent.label_ == "PERSON" and (ent.root.dep_ in _ASIDE or ent.start == ent.sent.start
+                                       and after is not None and after.text == ",")
+
+
+def _capitalised(token: Any) -> bool:
+    """Written with a capital where a sentence does not start: the tagger calls chat's "kinda" and "Yep" proper
+    nouns too."""
+    return token.text[:1].isupper() and not token.is_sent_start
 
 
 def _pronoun_number(token: Any) -> bool:
@@ -481,7 +503,7 @@ def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: floa
     """`REPLACES` a changed value said later; `CONTRADICTS` one said at the same time (a person decides which
     holds); readings of a moment and one-off events are each true on their own."""
     policy = policy or Thresholds()
-    if (older.measured or newer.measured or older.event or older.past and newer.past or gap < timedelta(0)
+    if (older.measured or newer.measured or older.event or older.past or gap < timedelta(0)
             or not changed(older, newer, similarity=similarity, policy=policy)):
         return KEEPS
     return REPLACES if gap >= policy.min_gap else CONTRADICTS
