@@ -42,7 +42,7 @@ from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 from zeromem.language.content import text_says_something
 from zeromem.language.pipeline import nlp
-from zeromem.language.reference import leans_on, leans_outside
+from zeromem.language.reference import leans_on, left_out
 from zeromem.language.rules_tables.merging import (
     AGO,
     FAREWELL,
@@ -512,10 +512,8 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     for member, own in by_member.items():
         if members[member].written:
             continue
-        leaning = [n for n, leans in enumerate(leans_outside([s.text for s in own])) if leans]
-        # A reaction the next sentence leans on ("That pic is gorgeous! It gives me hope.") takes it along.
-        if any(text_says_something(own[n].text, names) or n + 1 < len(own) and _leaned_on(own[n], own[n + 1])
-               for n in leaning):
+        leaning, as_said = left_out([s.text for s in own], names)
+        if as_said:
             answers.add(member)
         dropped |= {id(own[n]) for n in leaning}
     return [s for s in found if id(s) not in dropped], answers

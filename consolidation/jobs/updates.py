@@ -31,6 +31,7 @@ from consolidation.domain.contradictions import (
     reader_pairs,
     reader_verdicts,
     remainder_of,
+    statement_sentences,
     updates_of,
 )
 from consolidation.jobs.update_judge import Judge
@@ -48,10 +49,14 @@ from consolidation.selectors import ClusteringRow, Loaded
 from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.policy import UpdatesPolicy
+from zeromem.core.domain.text import split_speaker
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, memories_features_store, search_stats_add
+from zeromem.language.content import text_says_something
 from zeromem.language.default import DefaultReader, Thresholds
+from zeromem.language.reference import left_out
+from zeromem.language.values import normalised
 from zeromem.models import Memory, MemoryRelation, MemorySource, MemoryType, RelationType
 
 
@@ -85,8 +90,10 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
                                    keep_unsure=judge is not None, series_gap=timedelta(hours=policy.series_hours),
                                    features=features)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
-    retirements = [Retirement(older, retired, remainder_of(loaded.rows[older].content, [r.sentence for r in retired]))
-                   for older, retired in updates.retired.items()]
+    names = common | {normalised(split_speaker(row.content)[0]) for row in loaded.rows} - {""}
+    standing = [_retirement(older, retired, loaded.rows[older].content, names)
+                for older, retired in updates.retired.items()]
+    retirements = [retirement for retirement in standing if retirement is not None]
     return UpdatePlan(decisions_of(updates), retirements, frozenset(updates.superseded) | frozenset(updates.retired),
                       len(found))
 
@@ -107,6 +114,20 @@ class Retirement:
     older: int
     claims: list[Retired]
     remainder: str
+
+
+def _retirement(older: int, retired: list[Retired], text: str, names: frozenset[str]) -> Retirement | None:
+    """The memory without its retired claims, and without what is left of it that leans on another turn and says
+    nothing (`left_out`). None where what is left leans and says something ("I've had them for 3 years!" once
+    "Their names are …" is retired), or says nothing: such a remainder would point at what it never names, so the
+    memory stays as it was said, its claims with it."""
+    gone = {r.sentence for r in retired}
+    left = [n for n in range(len(statement_sentences(text))) if n not in gone]
+    leaning, as_said = left_out([statement_sentences(text)[n] for n in left], names)
+    remainder = remainder_of(text, gone | {left[n] for n in leaning})
+    if as_said or not text_says_something(remainder, names):
+        return None
+    return Retirement(older, retired, remainder)
 
 
 def features_parse_missing(loaded: Loaded) -> Parsed:
