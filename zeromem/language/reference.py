@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from zeromem.language.content import text_says_something
 from zeromem.language.pipeline import nlp
 
 
@@ -78,6 +79,18 @@ def leans_outside(sentences: list[str]) -> list[bool]:
         out.append(leans)
         nouns = nouns if leans else seen
     return out
+
+
+def left_out(sentences: list[str], names: frozenset[str] = frozenset()) -> tuple[list[int], bool]:
+    """What a text written from one turn's sentences (a merge, a remainder) may not hold: the sentences that lean
+    on another turn (`leans_outside`), which would point at whatever came before them there; and whether the turn
+    must rather stay as it was said, because one of them says something ("He's a German Shepherd." answering
+    "What breed is Toby?") or the next sentence leans on it ("That pic is gorgeous! It gives me hope.").
+    `names`: the names that are no value (the people talking)."""
+    leaning = [n for n, leans in enumerate(leans_outside(sentences)) if leans]
+    as_said = any(text_says_something(sentences[n], names)
+                  or n + 1 < len(sentences) and leans_on(sentences[n + 1], sentences[n]) for n in leaning)
+    return leaning, as_said
 
 
 Mention = tuple[str, str]  # (thing | pronoun | pointed, lemma)
