@@ -122,8 +122,9 @@ def _retirement(older: int, retired: list[Retired], text: str, names: frozenset[
     "Their names are …" is retired), or says nothing: such a remainder would point at what it never names, so the
     memory stays as it was said, its claims with it."""
     gone = {r.sentence for r in retired}
-    left = [n for n in range(len(statement_sentences(text))) if n not in gone]
-    leaning, as_said = left_out([statement_sentences(text)[n] for n in left], names)
+    said = statement_sentences(text)
+    left = [n for n in range(len(said)) if n not in gone]
+    leaning, as_said = left_out([said[n] for n in left], names)
     remainder = remainder_of(text, gone | {left[n] for n in leaning})
     if as_said or not text_says_something(remainder, names):
         return None

@@ -35,8 +35,8 @@ from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 _NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
 _AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
 _NOUNS = frozenset({"NOUN", "PROPN"})
-_SPANS = frozenset({"for", "since"})
-_SOURCES = frozenset({"from", "off"})  # prepositions of a duration: grammar, not vocabulary
+_SPANS = frozenset({"for", "since"})  # prepositions of a duration: grammar, not vocabulary
+_SOURCES = frozenset({"from", "off"})  # prepositions of where a thing is moved from
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
