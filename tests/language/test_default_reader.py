@@ -144,3 +144,44 @@ def test_a_name_the_entity_tagger_missed_is_a_value_and_the_one_moved_off_is_lef
 ])
 def test_what_only_frames_a_statement_is_no_value(text, not_values):
     assert not {f.value for f in read([text])[0].facts} & not_values
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I've spotted 27 bird species so far.", "My species count is up to 32 now."),  # a count, then its tally
+    ("My novel tally for the year is 9.", "I've read 13 novels this year."),  # the tally first, then a count
+    ("The number of quilts I have sewn is 4.", "I have sewn 6 quilts."),  # the counted noun in an "of" phrase
+])
+def test_a_count_of_a_noun_and_a_tally_of_that_noun_are_one_attribute(reader, older, newer):
+    assert reader.same_attribute([pair(older, newer)]) == [True]
+    assert reader.relation([pair(older, newer)]) == [REPLACES]
+    older_keys, newer_keys = reader.keys([Said(older, BASE), Said(newer, BASE)])
+    assert older_keys & newer_keys  # clustering pairs only statements sharing a key
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I've spotted 27 species so far.", "I've taken 32 photos so far."),  # two counted nouns
+    ("My species count is up to 27.", "I've taken 32 photos."),  # a tally of one noun, a count of another
+])
+def test_counts_of_two_different_nouns_are_two_attributes(reader, older, newer):
+    assert reader.same_attribute([pair(older, newer)]) == [False]
+    assert reader.relation([pair(older, newer)]) == [KEEPS]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I'm on the third chapter of my thesis.", "I'm on the fifth chapter now."),  # where one is in a sequence
+    ("My nephew is in second grade.", "My nephew is in 4th grade now."),  # words or digits, the same rank
+    ("It's my first time trying sushi.", "This is my second time trying sushi."),  # the clause says what is ranked
+])
+def test_an_ordinal_is_a_value_of_the_noun_it_ranks(reader, older, newer):
+    assert reader.same_attribute([pair(older, newer)]) == [True]
+    assert reader.relation([pair(older, newer)]) == [REPLACES]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("My first car was a Honda.", "My second car is a Toyota."),  # a subject's rank picks out which car
+    ("It's my first time trying sushi.", "This is my second time painting a mural."),  # two things ranked
+    ("I'm on the 3rd chapter.", "I'm on the third chapter now."),  # the same rank, written differently
+    ("I finished my third marathon in May.", "I finished my fourth marathon in October."),  # things done
+])
+def test_a_rank_that_picks_out_or_did_not_change_replaces_nothing(reader, older, newer):
+    assert reader.relation([pair(older, newer)]) == [KEEPS]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -37,6 +37,8 @@ _AMOUNTS = frozenset({"MONEY", "QUANTITY", "PERCENT", "CARDINAL", "ORDINAL"})
 _NOUNS = frozenset({"NOUN", "PROPN"})
 _SPANS = frozenset({"for", "since"})  # prepositions of a duration: grammar, not vocabulary
 _SOURCES = frozenset({"from", "off"})  # prepositions of where a thing is moved from
+_SUBJECTS = frozenset({"nsubj", "nsubjpass"})
+_CLAUSES = frozenset({"relcl", "acl", "xcomp", "advcl"})
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
@@ -47,6 +49,7 @@ _MINILM_DIMENSION = 384
 # A format, not a word: a time, a version or a decimal written with digits ("7:40", "2.14.3").
 _WH = frozenset({"WDT", "WP", "WP$", "WRB"})  # Penn Treebank tags of wh-words ("which", "what", "how"): grammar
 _NUMERIC = re.compile(r"^v?\d+(?:[:.,/]\d+)+$")
+_ORDINAL_DIGITS = re.compile(r"^(\d+)(?:st|nd|rd|th)$")  # a format: "21st" is 21 as "twenty-first" is
 
 
 @dataclass(frozen=True)
@@ -75,16 +78,31 @@ class Fact:
     value: str
     unit: str | None
     predicate: bool = False  # the attribute is the verb the value fills ("pre-approved for"), not a noun phrase
+    count: bool = False  # the value is a plain cardinal number (no amount of money, no measure, no position)
 
     def about_same(self, other: Fact) -> bool:
-        """Same attribute, units that do not disagree; a verb's slot only with the very same unit."""
+        """Same attribute, units that do not disagree; a verb's slot only with the very same unit; or a count of a
+        noun and a tally of that noun (`tallies`)."""
+        if self.tallies(other) or other.tallies(self):
+            return True
         if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
             return False
         if self.predicate:  # "spent $40 on it" / "spent $500 on groceries": a verb alone names no attribute
             return self.unit is not None and self.unit == other.unit
         return self.unit is None or other.unit is None or self.unit == other.unit
 
+    def tallies(self, other: Fact) -> bool:
+        """This is a bare count held by a noun phrase that names what it counts, and the other counts that noun:
+        "my species count is up to 32" / "I've spotted 27 bird species" (the counted noun as a modifier, or in an
+        "of" phrase: "the number of species"). Whatever verb did the counting, the tally is of the same thing."""
+        return (self.count and other.count and self.unit is None and not self.predicate and other.unit is not None
+                and _stem(other.unit) in {_stem(m) for m in self.attribute.modifiers})
 
+
+def _stem(noun: str) -> str:
+    """A noun without a plural -s, a format rule: the lemmatizer reads a plural count ("27 species" → "specie") and
+    the same word as a singular modifier ("my species count" → "species") as two lemmas."""
+    return noun.removesuffix("s")
 @dataclass(frozen=True)
 class Reading:
     """What one statement says, as the parse gives it."""
@@ -108,11 +126,16 @@ class Reading:
 
     @property
     def keys(self) -> frozenset[str]:
-        """Index keys for candidate pairs: the attributes' heads."""
-        return frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
+        """Index keys for candidate pairs: the attributes' heads, and the nouns counted or tallied (`Fact.tallies`),
+        stemmed, so that a count meets its tally."""
+        counted = ({_stem(f.unit) for f in self.facts if f.count and f.unit}
+                   | {_stem(m) for f in self.facts if f.count and f.unit is None and not f.predicate
+                      for m in f.attribute.modifiers})
+        return (frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
+                | frozenset(f"#{noun}" for noun in counted))
 
 
-FEATURES_VERSION = 3  # raise it when `reading_of` changes: stored features of another version are read again
+FEATURES_VERSION = 4  # raise it when `reading_of` changes: stored features of another version are read again
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -120,7 +143,7 @@ def reading_json(reading: Reading) -> dict[str, Any]:
         return [a.head, sorted(a.modifiers)]
 
     return {"v": FEATURES_VERSION,
-            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate] for f in reading.facts],
+            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate, f.count] for f in reading.facts],
             "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
             "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
             "measured": reading.measured, "event": reading.event, "past": reading.past}
@@ -134,8 +157,8 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
     def attribute(raw: list[Any]) -> Attribute:
         return Attribute(raw[0], frozenset(raw[1]))
 
-    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate) for a, value, unit, predicate in
-                               stored["facts"]),
+    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate, count) for a, value, unit, predicate, count
+                               in stored["facts"]),
                    attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
                    negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
                    measured=stored["measured"], event=stored["event"], past=stored["past"])
@@ -215,6 +238,9 @@ def _attribute(token: Any) -> Attribute:
     kinds = _NOUNS | {"VERB"} if token.dep_ == "attr" else _NOUNS | {"ADJ", "VERB"}
     modifiers = {c.lemma_.lower() for c in token.children if c.dep_ in _MODIFIERS and c.pos_ in kinds
                  and not c.like_num}
+    # A subject's rank picks out which one is spoken of ("my first car was a Honda"): elsewhere it is a value.
+    if token.dep_ in _SUBJECTS:
+        modifiers |= {_number(c) for c in token.children if c.dep_ in ("amod", "nummod") and _ordinal(c)}
     modifiers |= {c.text.lower() for c in token.subtree if _glued(c) and c.head.i == token.i}
     modifiers |= {c.lemma_.lower() for c in token.children if c.dep_ == "appos" and c.ent_type_ == "PERSON"}
     for prep in (c for c in token.children if c.dep_ == "prep"):
@@ -287,13 +313,14 @@ def _capitalised(token: Any) -> bool:
 
 def _pronoun_number(token: Any) -> bool:
     """A number word standing alone for a thing said before, counting nothing ("hard to choose just one", "the
-    first of them"): no value. A count is written in digits or counts a noun ("one dog")."""
-    return token.like_num and token.is_alpha and token.dep_ not in ("nummod", "quantmod", "compound")
+    first of them"): no value. A count is written in digits or counts a noun ("one dog"), a rank ranks one ("the
+    third chapter")."""
+    return token.like_num and token.is_alpha and token.dep_ not in ("nummod", "quantmod", "compound", "amod")
 
 
 def _number(token: Any) -> str:
     """A number in digits, whether written in digits or words ("nine" → 9, "21st" → 21): a format rule."""
-    text = token.text.lower().replace(",", "")
+    text = _ORDINAL_DIGITS.sub(r"\1", token.text.lower().replace(",", ""))
     parsed = parse_number(text) or parse_ordinal(text)
     return str(parsed) if parsed is not None else text
 
@@ -316,7 +343,47 @@ def _left_behind(token: Any) -> bool:
 
 
 def _fact(token: Any, value: str, doc: Any) -> Fact | None:
-    """The attribute a value attaches to: climb from the value to the noun it describes or the verb it fills."""
+    """The attribute a value attaches to: an ordinal's is the noun it ranks (`_position`), any other value's is
+    found by climbing from the value to the noun it describes or the verb it fills (`_attached`)."""
+    if _ordinal(token):
+        position = _position(token, value)
+        if position is not None:
+            return position
+    fact = _attached(token, value, doc)
+    return None if fact is None else replace(fact, count=_cardinal(token))
+
+
+def _ordinal(token: Any) -> bool:
+    return token.ent_type_ == "ORDINAL" or "Ord" in token.morph.get("NumType")
+
+
+def _cardinal(token: Any) -> bool:
+    """A plain count: a cardinal number, in digits or words, that no entity makes an amount, a measure or a date."""
+    return token.like_num and token.ent_type_ in ("CARDINAL", "") and not _ordinal(token)
+
+
+def _position(ordinal: Any, value: str) -> Fact | None:
+    """An ordinal ranking a noun is a value of that noun: "I'm on the third chapter" / "I'm on the fifth chapter
+    now" (where one is in a sequence). Not where the ranked noun is the subject: "my first car was a Honda" speaks
+    of one car among others, and what it says of it is the value."""
+    noun = ordinal.head
+    if ordinal.dep_ not in ("amod", "nummod") or not _is_thing(noun) or noun.dep_ in _SUBJECTS:
+        return None
+    attribute = _attribute(noun)
+    return Fact(Attribute(attribute.head, attribute.modifiers | _ranked_by(noun)), value, None)
+
+
+def _ranked_by(noun: Any) -> set[str]:
+    """The verbs of the clauses that say what is ranked, modifiers as much as an adjective is: on the noun ("the
+    second time I've seen them": the times I saw them), or, where a copula says what the noun is, on the copula
+    ("it's my first time trying sushi"): not my times at a concert, nor painting a mural."""
+    holders = [noun, noun.head] if noun.dep_ == "attr" else [noun]
+    return {c.lemma_.lower() for holder in holders for c in holder.children
+            if c.dep_ in _CLAUSES and c.pos_ in ("VERB", "AUX") and c.i != noun.i}
+
+
+def _attached(token: Any, value: str, doc: Any) -> Fact | None:
+    """Climb from the value to the noun it describes or the verb it fills."""
     unit = None
     node = token
     if node.dep_ == "nummod" and _is_thing(node.head):
