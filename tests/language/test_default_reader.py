@@ -177,8 +177,15 @@ def test_an_ordinal_is_a_value_of_the_noun_it_ranks(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [REPLACES]
 
 
+def test_a_rank_past_a_count_of_its_noun_extends_the_count(reader):
+    extended = pair("We keep two goats.", "We also adopted a third goat last month.")
+    assert reader.same_attribute([extended]) == [True]
+    assert reader.relation([extended]) == [REPLACES]
+
+
 @pytest.mark.parametrize(("older", "newer"), [
     ("My first car was a Honda.", "My second car is a Toyota."),  # a subject's rank picks out which car
+    ("We keep three goats.", "I'm milking the second goat now."),  # a rank within the count picks one out
     ("It's my first time trying sushi.", "This is my second time painting a mural."),  # two things ranked
     ("I'm on the 3rd chapter.", "I'm on the third chapter now."),  # the same rank, written differently
     ("I finished my third marathon in May.", "I finished my fourth marathon in October."),  # things done

@@ -78,31 +78,58 @@ class Fact:
     value: str
     unit: str | None
     predicate: bool = False  # the attribute is the verb the value fills ("pre-approved for"), not a noun phrase
-    count: bool = False  # the value is a plain cardinal number (no amount of money, no measure, no position)
+    kind: str | None = None  # COUNT: a plain cardinal number; RANK: an ordinal, a value of the noun it ranks
 
     def about_same(self, other: Fact) -> bool:
-        """Same attribute, units that do not disagree; a verb's slot only with the very same unit; or a count of a
-        noun and a tally of that noun (`tallies`)."""
-        if self.tallies(other) or other.tallies(self):
-            return True
+        """Same attribute, units that do not disagree; a verb's slot only with the very same unit; or the same noun
+        counted, tallied or ranked (`counted`), said in two of those ways."""
+        if self.shape != other.shape and self.counted & other.counted:
+            return self.shape != RANK and other.shape != RANK or _extends(self, other)
         if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
             return False
         if self.predicate:  # "spent $40 on it" / "spent $500 on groceries": a verb alone names no attribute
             return self.unit is not None and self.unit == other.unit
         return self.unit is None or other.unit is None or self.unit == other.unit
 
-    def tallies(self, other: Fact) -> bool:
-        """This is a bare count held by a noun phrase that names what it counts, and the other counts that noun:
-        "my species count is up to 32" / "I've spotted 27 bird species" (the counted noun as a modifier, or in an
-        "of" phrase: "the number of species"). Whatever verb did the counting, the tally is of the same thing."""
-        return (self.count and other.count and self.unit is None and not self.predicate and other.unit is not None
-                and _stem(other.unit) in {_stem(m) for m in self.attribute.modifiers})
+    @property
+    def shape(self) -> str | None:
+        """How a number speaks of a noun: counting it ("27 bird species", COUNT), as a tally held by a noun phrase
+        that names it ("my species count is 32", "the number of species": TALLY), or ranking it ("the third
+        chapter", RANK)."""
+        if self.kind == COUNT and self.unit is not None:
+            return COUNT
+        if self.kind == COUNT and not self.predicate:
+            return TALLY
+        return RANK if self.kind == RANK else None
+
+    @property
+    def counted(self) -> frozenset[str]:
+        """The nouns (stemmed) its number counts, tallies or ranks. Said in two of these ways, the number is one
+        attribute whatever verb did the counting: "I've spotted 27 bird species" / "my species count is up to 32",
+        "we have two cats" / "we took in a third cat"."""
+        if self.shape == COUNT and self.unit is not None:
+            return frozenset({_stem(self.unit)})
+        if self.shape == TALLY:
+            return frozenset(_stem(m) for m in self.attribute.modifiers)
+        return frozenset({_stem(self.attribute.head)}) if self.shape == RANK else frozenset()
+
+
+COUNT, TALLY, RANK = "count", "tally", "rank"
+
+
+def _extends(a: Fact, b: Fact) -> bool:
+    """A rank past a count of the same noun extends the series ("two cats" / "a third cat": three now); one within
+    it picks one of them out ("3 dogs" / "walking the second dog")."""
+    rank, count = (a, b) if a.shape == RANK else (b, a)
+    return rank.value.isdigit() and count.value.isdigit() and int(rank.value) > int(count.value)
 
 
 def _stem(noun: str) -> str:
     """A noun without a plural -s, a format rule: the lemmatizer reads a plural count ("27 species" → "specie") and
     the same word as a singular modifier ("my species count" → "species") as two lemmas."""
     return noun.removesuffix("s")
+
+
 @dataclass(frozen=True)
 class Reading:
     """What one statement says, as the parse gives it."""
@@ -126,13 +153,10 @@ class Reading:
 
     @property
     def keys(self) -> frozenset[str]:
-        """Index keys for candidate pairs: the attributes' heads, and the nouns counted or tallied (`Fact.tallies`),
-        stemmed, so that a count meets its tally."""
-        counted = ({_stem(f.unit) for f in self.facts if f.count and f.unit}
-                   | {_stem(m) for f in self.facts if f.count and f.unit is None and not f.predicate
-                      for m in f.attribute.modifiers})
+        """Index keys for candidate pairs: the attributes' heads, and the nouns counted, tallied or ranked
+        (`Fact.counted`), so that a count meets its tally or rank."""
         return (frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
-                | frozenset(f"#{noun}" for noun in counted))
+                | frozenset(f"#{noun}" for f in self.facts for noun in f.counted))
 
 
 FEATURES_VERSION = 4  # raise it when `reading_of` changes: stored features of another version are read again
@@ -143,7 +167,7 @@ def reading_json(reading: Reading) -> dict[str, Any]:
         return [a.head, sorted(a.modifiers)]
 
     return {"v": FEATURES_VERSION,
-            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate, f.count] for f in reading.facts],
+            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate, f.kind] for f in reading.facts],
             "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
             "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
             "measured": reading.measured, "event": reading.event, "past": reading.past}
@@ -157,7 +181,7 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
     def attribute(raw: list[Any]) -> Attribute:
         return Attribute(raw[0], frozenset(raw[1]))
 
-    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate, count) for a, value, unit, predicate, count
+    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate, kind) for a, value, unit, predicate, kind
                                in stored["facts"]),
                    attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
                    negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
@@ -271,12 +295,18 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
             numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
             value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
             if not _left_behind(ent.root):
-                found.append((ent.root, value))
+                found.append((_anchor(ent, numbers), value))
             covered.update(t.i for t in ent)
     found += [(t, _number(t)) for t in doc
               if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)
               and not _pronoun_number(t)]
     return found + _untagged_names(doc, covered)
+
+
+def _anchor(ent: Any, numbers: list[Any]) -> Any:
+    """The token a value hangs from: the entity's root, or its number where the root is an article both hang from
+    the same noun by ("a third cat")."""
+    return numbers[0] if ent.root.pos_ == "DET" and numbers else ent.root
 
 
 def _untagged_names(doc: Any, covered: set[int]) -> list[tuple[Any, str]]:
@@ -350,11 +380,14 @@ def _fact(token: Any, value: str, doc: Any) -> Fact | None:
         if position is not None:
             return position
     fact = _attached(token, value, doc)
-    return None if fact is None else replace(fact, count=_cardinal(token))
+    return None if fact is None else replace(fact, kind=COUNT if _cardinal(token) else None)
 
 
 def _ordinal(token: Any) -> bool:
-    return token.ent_type_ == "ORDINAL" or "Ord" in token.morph.get("NumType")
+    """A rank: tagged so, or a number word the tagger calls an adjective ("a third cat", which the entity tagger
+    reads as the fraction)."""
+    return (token.ent_type_ == "ORDINAL" or "Ord" in token.morph.get("NumType")
+            or token.like_num and token.tag_ == "JJ")
 
 
 def _cardinal(token: Any) -> bool:
@@ -370,7 +403,7 @@ def _position(ordinal: Any, value: str) -> Fact | None:
     if ordinal.dep_ not in ("amod", "nummod") or not _is_thing(noun) or noun.dep_ in _SUBJECTS:
         return None
     attribute = _attribute(noun)
-    return Fact(Attribute(attribute.head, attribute.modifiers | _ranked_by(noun)), value, None)
+    return Fact(Attribute(attribute.head, attribute.modifiers | _ranked_by(noun)), value, None, kind=RANK)
 
 
 def _ranked_by(noun: Any) -> set[str]:
