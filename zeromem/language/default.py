@@ -5,7 +5,10 @@ clause also the noun phrase in a verb's prepositional slot: "I play bass in a ja
 attaches to, found by walking the dependency tree up from the value: the noun phrase it describes ("my rent is
 $1,400", "they raised my rent to $1,550": the rent, once subject, once object), else the verb and preposition it
 fills ("pre-approved for $350,000"). An attribute is its head lemma with its modifiers: "the staging cluster" and
-"the production cluster" are two attributes. A number counting a noun keeps that noun as its unit ("3 nodes").
+"the production cluster" are two attributes. A number counting a noun keeps that noun as its unit ("3 nodes"); an
+ordinal is a value of the noun it ranks ("I'm on the third chapter"), unless that noun is the subject ("my first car
+was a Honda": the rank picks out which car). A count, a tally that names the counted noun ("my species count is 32")
+and a rank past the count ("two cats" / "a third cat") speak of one attribute.
 
 Two statements speak of the same attribute when a fact of each has the same head, modifiers that do not disagree and
 units that do not disagree, or when, values masked, they are worded alike (most content lemmas shared) with no
@@ -84,7 +87,7 @@ class Fact:
         """Same attribute, units that do not disagree; a verb's slot only with the very same unit; or the same noun
         counted, tallied or ranked (`counted`), said in two of those ways."""
         if self.shape != other.shape and self.counted & other.counted:
-            return self.shape != RANK and other.shape != RANK or _extends(self, other)
+            return (self.shape != RANK and other.shape != RANK) or _extends(self, other)
         if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
             return False
         if self.predicate:  # "spent $40 on it" / "spent $500 on groceries": a verb alone names no attribute
