@@ -171,6 +171,7 @@ def test_counts_of_two_different_nouns_are_two_attributes(reader, older, newer):
     ("I'm on the third chapter of my thesis.", "I'm on the fifth chapter now."),  # where one is in a sequence
     ("My nephew is in second grade.", "My nephew is in 4th grade now."),  # words or digits, the same rank
     ("It's my first time trying sushi.", "This is my second time trying sushi."),  # the clause says what is ranked
+    ("My stepdaughter is in fifth grade.", "Mia starts sixth grade in the fall."),  # a name may be the stepdaughter
 ])
 def test_an_ordinal_is_a_value_of_the_noun_it_ranks(reader, older, newer):
     assert reader.same_attribute([pair(older, newer)]) == [True]
@@ -186,6 +187,8 @@ def test_a_rank_past_a_count_of_its_noun_extends_the_count(reader):
 @pytest.mark.parametrize(("older", "newer"), [
     ("My first car was a Honda.", "My second car is a Toyota."),  # a subject's rank picks out which car
     ("We keep three goats.", "I'm milking the second goat now."),  # a rank within the count picks one out
+    ("My niece is in first grade.", "My godson is in third grade."),  # whose rank it is: two children's grades
+    ("We rent on the third floor.", "My studio is on the 12th floor."),
     ("It's my first time trying sushi.", "This is my second time painting a mural."),  # two things ranked
     ("I'm on the 3rd chapter.", "I'm on the third chapter now."),  # the same rank, written differently
     ("I finished my third marathon in May.", "I finished my fourth marathon in October."),  # things done

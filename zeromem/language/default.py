@@ -401,12 +401,36 @@ def _cardinal(token: Any) -> bool:
 def _position(ordinal: Any, value: str) -> Fact | None:
     """An ordinal ranking a noun is a value of that noun: "I'm on the third chapter" / "I'm on the fifth chapter
     now" (where one is in a sequence). Not where the ranked noun is the subject: "my first car was a Honda" speaks
-    of one car among others, and what it says of it is the value."""
+    of one car among others, and what it says of it is the value. Whose rank it is and what is ranked tell two
+    ranks of one noun apart, as modifiers do (`_whose`, `_ranked_by`)."""
     noun = ordinal.head
     if ordinal.dep_ not in ("amod", "nummod") or not _is_thing(noun) or noun.dep_ in _SUBJECTS:
         return None
     attribute = _attribute(noun)
-    return Fact(Attribute(attribute.head, attribute.modifiers | _ranked_by(noun)), value, None, kind=RANK)
+    # A noun compounded into another ranks that one with it ("my first year teaching").
+    compounded = {noun.head.lemma_.lower()} if noun.dep_ == "compound" and _is_thing(noun.head) else set()
+    modifiers = attribute.modifiers | _ranked_by(noun) | _whose(noun) | compounded
+    return Fact(Attribute(attribute.head, frozenset(modifiers)), value, None, kind=RANK)
+
+
+def _whose(noun: Any) -> set[str]:
+    """The subject of the clause the ranked noun sits in: "my daughter is in first grade" and "my son started third
+    grade" are two children's grades, "we live on the third floor" and "my office is on the 12th floor" two floors.
+    A pronoun is itself (the speaker stays the speaker), or, in the third person, what it stands for where the
+    sentence names it. A name tells nothing apart: the parse cannot say whether "Jake" is "my son"."""
+    node = noun
+    while node.pos_ not in ("VERB", "AUX") and node.head.i != node.i:
+        node = node.head
+    for subject in (c for c in node.children if c.dep_ in _SUBJECTS):
+        if subject.pos_ == "PROPN" or subject.ent_type_ in _NAMED:
+            return set()
+        if _is_thing(subject):
+            return {subject.lemma_.lower()}
+        if subject.pos_ == "PRON" and "3" not in subject.morph.get("Person") and subject.morph.get("Person"):
+            return {subject.lower_}
+        found = _antecedent(subject) if subject.pos_ == "PRON" else None
+        return {found.lemma_.lower()} if found is not None and found.i != noun.i else set()
+    return set()
 
 
 def _ranked_by(noun: Any) -> set[str]:
