@@ -341,7 +341,7 @@ def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int], flo
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
     """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
     archived, and so is a question that carries no value (the answer after it says what matters). Archiving
-    retires a turn with nothing written in its place, so a turn that says something (`saying_something`: "Let me
+    retires a turn with nothing written in its place, so a turn that says something (`text_says_something`: "Let me
     know if you need any advice.") stays as it was said, however much it sounds like small talk."""
     merged = {i for merge in plan.merges for i in merge.members}
     chatter = [i for i, row in enumerate(loaded.rows)
