@@ -39,6 +39,7 @@ from consolidation.domain.merging import (
     merge_cluster,
     paraphrase_candidates,
     plain_openers,
+    speakers,
     split_speaker,
     statements,
 )
@@ -73,6 +74,7 @@ from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
+from zeromem.language.content import text_says_something
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
@@ -338,10 +340,14 @@ def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int], flo
 
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
     """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
-    archived, and so is a question that carries no value (the answer after it says what matters)."""
+    archived, and so is a question that carries no value (the answer after it says what matters). Archiving
+    retires a turn with nothing written in its place, so a turn that says something (`text_says_something`: "Let me
+    know if you need any advice.") stays as it was said, however much it sounds like small talk."""
     merged = {i for merge in plan.merges for i in merge.members}
-    return [i for i, row in enumerate(loaded.rows)
-            if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
+    chatter = [i for i, row in enumerate(loaded.rows)
+               if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
+    names = common | speakers(row.content for row in loaded.rows)
+    return [i for i in chatter if not text_says_something(loaded.rows[i].content, names)]
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
