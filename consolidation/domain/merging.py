@@ -14,9 +14,8 @@ A merged memory keeps what a later question may need and drops what states nothi
 6. a text that says nothing (`zeromem.language.content`: no statement, no verb taking a thing) is not written:
    small talk is never knowledge, and its members stay as they were said;
 7. a text cites (and so retires) a member only when it keeps at least half of the member's content words (`keeps`):
-   a member it keeps less of is written whole where none of its sentences leans on another turn, else it stays
-   out of the merge, as it was said ("They were awestruck and humbled." dropped as a reaction is not retired by
-   a text without it).
+   a member it keeps less of stays out of the merge, as it was said ("They were awestruck and humbled." dropped
+   as a reaction is not retired by a text without it).
 """
 
 from __future__ import annotations
@@ -478,23 +477,18 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     found = _sentences_of(members, common_names)
     names = common_names | {normalised(s.speaker) for s in found if s.speaker}
     found, apart = _standing_alone(found, members, names)
-    # A member is cited (and so retired) only by a text that keeps what it said (`keeps`). One it keeps too little
-    # of is written whole where none of its sentences leans on another turn (its small talk then reads as what it
-    # is, no reaction to whatever comes before it in the text); else, or if it is still not kept, it stays out of
-    # the merge, as it was said. Each time the cluster is merged again (a sentence of another member may have been
-    # dropped as said by one of its own).
-    whole: set[int] = set()
+    # A member is cited (and so retired) only by a text that keeps what it said (`keeps`), or when it is small talk
+    # that says nothing (`unsaid`, what clustering would archive anyway); one a text keeps too little of stays out of
+    # the merge, as it was said. The cluster is then merged again without it (a sentence of another member may have
+    # been dropped as said by one of its own).
     while True:
         chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said)
-        short = {m for c in chunks for m in c.members if not keeps(c.text, members[m].text)}
-        restored = {m for m in short - whole if not members[m].written and _stands_alone(members[m])}
-        if not restored and not short & {m for c in chunks for m in c.voiced}:
+        short = {m for c in chunks for m in c.members
+                 if not keeps(c.text, members[m].text) and not unsaid(members[m].text, names)}
+        if not short & {m for c in chunks for m in c.voiced}:
             return [c for c in (replace(c, members=[m for m in c.members if m not in short]) for c in chunks)
                     if c.members]
-        apart |= short - restored
-        whole |= restored
-        found = sorted([s for s in found if s.member not in restored] + _whole_sentences(members, restored),
-                       key=lambda s: s.member)
+        apart |= short
 
 
 # A merged text replaces a member only when it keeps at least this share of the member's content words (the words
@@ -502,20 +496,10 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
 KEPT_SHARE = 0.5
 
 
-def _stands_alone(member: Member) -> bool:
-    """No sentence of the member leans on another turn (`leans_outside`): written whole, it reads as it was said."""
-    return not any(leans_outside(sentences(split_speaker(member.text)[1])))
-
-
-def _whole_sentences(members: Sequence[Member], indexes: Iterable[int]) -> list[_Sentence]:
-    """Every sentence of these members, small talk included, dates anchored."""
-    out = []
-    for index in indexes:
-        speaker, body = split_speaker(members[index].text)
-        for text in sentences(body):
-            anchored = anchor_dates(text, members[index].on)
-            out.append(_Sentence(index, speaker, anchored, _content(anchored), concrete_values(anchored)))
-    return out
+def unsaid(text: str, names: frozenset[str]) -> bool:
+    """Small talk (`is_chatter`) that says nothing (`text_says_something`): what may be retired with nothing
+    written in its place ("Thanks so much!"), by a merge citing it or by archiving."""
+    return is_chatter(text, names) and not text_says_something(text, names)
 
 
 def keeps(text: str, member: str) -> bool:
@@ -573,13 +557,6 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
             answers.add(member)
         dropped |= {id(own[n]) for n in leaning}
     return [s for s in found if id(s) not in dropped], answers
-
-
-def saying_something(texts: Sequence[str]) -> list[bool]:
-    """Per text, whether it says something as `merge_cluster` judges a text it writes (`text_says_something`), the
-    names of the texts' speakers being no value."""
-    names = speakers(texts)
-    return [text_says_something(text, names) for text in texts]
 
 
 def speakers(texts: Iterable[str]) -> frozenset[str]:

@@ -33,7 +33,6 @@ from consolidation.domain.merging import (
     Said,
     condensed,
     condensed_enough,
-    is_chatter,
     joined_length,
     meaning_of,
     merge_cluster,
@@ -42,6 +41,7 @@ from consolidation.domain.merging import (
     speakers,
     split_speaker,
     statements,
+    unsaid,
 )
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
@@ -74,7 +74,6 @@ from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.language.content import text_says_something
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
@@ -344,10 +343,9 @@ def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozen
     retires a turn with nothing written in its place, so a turn that says something (`text_says_something`: "Let me
     know if you need any advice.") stays as it was said, however much it sounds like small talk."""
     merged = {i for merge in plan.merges for i in merge.members}
-    chatter = [i for i, row in enumerate(loaded.rows)
-               if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
     names = common | speakers(row.content for row in loaded.rows)
-    return [i for i in chatter if not text_says_something(loaded.rows[i].content, names)]
+    return [i for i, row in enumerate(loaded.rows)
+            if i not in merged and i not in taken and not row.is_semantic and unsaid(row.content, names)]
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:

@@ -85,11 +85,18 @@ def test_a_member_the_text_keeps_less_than_half_of_is_not_retired_but_stays_as_i
     assert not keeps(chunks[0].text, members[1].text)
 
 
-def test_small_talk_that_leans_on_no_other_turn_is_written_whole_rather_than_retired_unsaid():
+def test_a_turn_the_text_leaves_out_that_says_something_is_not_cited_but_stays_as_it_was_said():
     members = [Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8),
                Member("Jon: Yeah, awesome! Glad to be part of it.", MAY_8)]
     [chunk] = merge_cluster(members, limit=400)
-    assert chunk.members == [0, 1] and "Glad to be part of it." in chunk.text
+    assert chunk.members == [0] and "Glad" not in chunk.text
+
+
+def test_small_talk_that_says_nothing_is_cited_without_being_written():
+    members = [Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8),
+               Member("Gina: Thanks so much!", MAY_8)]
+    [chunk] = merge_cluster(members, limit=400)
+    assert chunk.members == [0, 1] and "Thanks" not in chunk.text
 
 
 def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
