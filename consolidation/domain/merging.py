@@ -12,7 +12,10 @@ A merged memory keeps what a later question may need and drops what states nothi
 5. the rest is packed, in order, into texts of at most `limit` characters (a cluster that does not fit becomes
    several memories); every member is cited by the text that holds its sentences;
 6. a text that says nothing (`zeromem.language.content`: no statement, no verb taking a thing) is not written:
-   small talk is never knowledge, and its members stay as they were said.
+   small talk is never knowledge, and its members stay as they were said;
+7. a text cites (and so retires) a member only when it keeps at least half of the member's content words (`keeps`):
+   a member it keeps less of stays out of the merge, as it was said ("They were awestruck and humbled." dropped
+   as a reaction is not retired by a text without it).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import lru_cache
 from typing import Any
@@ -30,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from zeromem.core.domain.entities import extract_entities
+from zeromem.core.domain.recall import content_words
 from zeromem.core.domain.text import (
     NUMBER,
     QUERY_STOP_WORDS,
@@ -469,11 +473,47 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     `common_names`: names so frequent in this store that they say nothing (lower-cased). `lossless`: drop only
     sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
     `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
-    what they already say is not written again."""
+    what they already say is not written again. Every text keeps what each member it cites said (`keeps`)."""
     found = _sentences_of(members, common_names)
     names = common_names | {normalised(s.speaker) for s in found if s.speaker}
-    found, answers = _standing_alone(found, members, names)
-    kept = _collapse([s for s in found if s.member not in answers], redundancy, lossless, meaning, said)
+    found, apart = _standing_alone(found, members, names)
+    # A member is cited (and so retired) only by a text that keeps what it said (`keeps`), or when it is small talk
+    # that says nothing (`unsaid`, what clustering would archive anyway); one a text keeps too little of stays out of
+    # the merge, as it was said. The cluster is then merged again without it (a sentence of another member may have
+    # been dropped as said by one of its own).
+    while True:
+        chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said)
+        short = {m for c in chunks for m in c.members
+                 if not keeps(c.text, members[m].text) and not unsaid(members[m].text, names)}
+        if not short & {m for c in chunks for m in c.voiced}:
+            return [c for c in (replace(c, members=[m for m in c.members if m not in short]) for c in chunks)
+                    if c.members]
+        apart |= short
+
+
+# A merged text replaces a member only when it keeps at least this share of the member's content words (the words
+# search finds it by): "They were awestruck and humbled." dropped as a reaction leaves its turn unsaid.
+KEPT_SHARE = 0.5
+
+
+def unsaid(text: str, names: frozenset[str]) -> bool:
+    """Small talk (`is_chatter`) that says nothing (`text_says_something`): what may be retired with nothing
+    written in its place ("Thanks so much!"), by a merge citing it or by archiving."""
+    return is_chatter(text, names) and not text_says_something(text, names)
+
+
+def keeps(text: str, member: str) -> bool:
+    """Whether `text` keeps what `member` said: at least KEPT_SHARE of its content words."""
+    wanted = frozenset(content_words(member))
+    return len(wanted & frozenset(content_words(text))) >= KEPT_SHARE * len(wanted)
+
+
+def _written(found: list[_Sentence], apart: set[int], count: int, names: frozenset[str], limit: int,
+             hard_limit: int, redundancy: float, lossless: bool, meaning: Meaning, said: Sequence[_Sentence]
+             ) -> list[Chunk]:
+    """The texts of the `count` members' sentences (`found`) but those of the members kept `apart`, each citing the
+    members it stands for: those whose sentences it writes, and those that said nothing new."""
+    kept = _collapse([s for s in found if s.member not in apart], redundancy, lossless, meaning, said)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
@@ -491,8 +531,8 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     stating = {m for c in thin if any(_parsed_values(s) for s in sentences(split_speaker(c.text)[1]))
                for m in c.members}
     chunks[0].members += [m for c in thin for m in c.members if m not in stating]
-    cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | answers
-    chunks[0].members += [i for i in range(len(members)) if i not in cited]  # said nothing new: cited by the first
+    cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | apart
+    chunks[0].members += [i for i in range(count) if i not in cited]  # said nothing new: cited by the first
     return chunks
 
 
@@ -519,11 +559,9 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     return [s for s in found if id(s) not in dropped], answers
 
 
-def saying_something(texts: Sequence[str]) -> list[bool]:
-    """Per text, whether it says something as `merge_cluster` judges a text it writes (`text_says_something`), the
-    names of the texts' speakers being no value."""
-    names = frozenset(normalised(split_speaker(text)[0]) for text in texts) - {""}
-    return [text_says_something(text, names) for text in texts]
+def speakers(texts: Iterable[str]) -> frozenset[str]:
+    """The names of the texts' speakers, normalised as values are: no value in what they say."""
+    return frozenset(normalised(split_speaker(text)[0]) for text in texts) - {""}
 
 
 def statements(members: Sequence[Member], common_names: frozenset[str] = frozenset()) -> list[_Sentence]:

@@ -33,14 +33,15 @@ from consolidation.domain.merging import (
     Said,
     condensed,
     condensed_enough,
-    is_chatter,
     joined_length,
     meaning_of,
     merge_cluster,
     paraphrase_candidates,
     plain_openers,
+    speakers,
     split_speaker,
     statements,
+    unsaid,
 )
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
@@ -338,10 +339,13 @@ def _session_pairs(loaded: Loaded, groups: list[list[int]], taken: set[int], flo
 
 def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str]) -> list[int]:
     """Episodes that state nothing durable and no merge folds (a merge cites small talk without repeating it):
-    archived, and so is a question that carries no value (the answer after it says what matters)."""
+    archived, and so is a question that carries no value (the answer after it says what matters). Archiving
+    retires a turn with nothing written in its place, so a turn that says something (`text_says_something`: "Let me
+    know if you need any advice.") stays as it was said, however much it sounds like small talk."""
     merged = {i for merge in plan.merges for i in merge.members}
+    names = common | speakers(row.content for row in loaded.rows)
     return [i for i, row in enumerate(loaded.rows)
-            if i not in merged and i not in taken and not row.is_semantic and is_chatter(row.content, common)]
+            if i not in merged and i not in taken and not row.is_semantic and unsaid(row.content, names)]
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:

@@ -28,9 +28,10 @@ from consolidation.domain.merging import (
     fold_into,
     merge_cluster,
     pack_passages,
-    saying_something,
+    speakers,
     topic_groups,
     topic_similarity,
+    unsaid,
 )
 from consolidation.jobs.findability import Findability, Planned, canary_query
 from consolidation.ledger import semantic_snapshot
@@ -99,14 +100,15 @@ def condensed_passages(rows: Sequence[MemoryRow], vectors: Mapping[uuid.UUID, np
 
 
 def said_alone(rows: Sequence[MemoryRow], passages: Sequence[Passage]) -> frozenset[uuid.UUID]:
-    """The episodes among `rows` no passage cites that say something: a turn leaning on another ("Thanks! I took
-    it at the beach."), a statement too thin for a text — `merge_cluster` leaves such a member as it was said, since
-    a merged text would misread it. A passage citing it would retire it without saying what it said: it stays
+    """The episodes among `rows` no passage cites that are no small talk saying nothing (`unsaid`, what clustering
+    archives): a turn leaning on another ("Thanks! I took it at the beach.", "Are they yours at the
+    festival?"), a statement too thin for a text — `merge_cluster` leaves such a member as it was said, since a
+    merged text would misread it. A passage citing it would retire it without saying what it said: it stays
     active, as clustering leaves it."""
     cited = {n for p in passages for n in p.numbers}
     uncited = [r for n, r in enumerate(rows, 1) if not r.is_semantic and n not in cited]
-    return frozenset(r.id for r, says in zip(uncited, saying_something([r.content for r in uncited]), strict=True)
-                     if says)
+    names = speakers(r.content for r in rows)
+    return frozenset(r.id for r in uncited if not unsaid(r.content, names))
 
 
 def _all_cited(passages: list[Passage], episodes: Sequence[int]) -> list[Passage]:

@@ -221,18 +221,20 @@ def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passage
 @dataclass(frozen=True)
 class Plan:
     """What one call's result becomes: the items filed per entity, the condensed passages, for each item the
-    passage that already carries it (None: the item gets an insight memory of its own), and the episodes no passage
-    can say (`said_alone`): they stay active, read."""
+    passage that already carries it, else the semantic memory it cites that already says it (both None: the item
+    gets an insight memory of its own), and the episodes no passage can say (`said_alone`): they stay active, read."""
 
     filed: list[Filed]
     passages: PassagePlan
     carrier: list[int | None]
+    stated_in: list[uuid.UUID | None]
     summary: str
     said_alone: frozenset[uuid.UUID] = frozenset()
 
     @property
     def own_insights(self) -> list[Insight]:
-        return [f.insight for f, c in zip(self.filed, self.carrier, strict=True) if c is None]
+        return [f.insight for f, c, s in zip(self.filed, self.carrier, self.stated_in, strict=True)
+                if c is None and s is None]
 
 
 def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, model: str, known: Sequence[str],
@@ -245,8 +247,14 @@ def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, m
                                                      strict=True)]
     passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), policy=policy,
                              neighbours=neighbours, foreseen=foreseen)
-    return Plan(filed, passages, [_carrier(f, passages.passages) for f in filed], kept.summary,
-                said_alone(batch.rows, passages.passages))
+    carriers = [_carrier(f, passages.passages) for f in filed]
+    return Plan(filed, passages, carriers,
+                [None if c is not None else _stated_in(f, batch) for f, c in zip(filed, carriers, strict=True)],
+                kept.summary, said_alone(batch.rows, passages.passages))
+
+
+# An item says nothing new next to a text holding this share of its content words.
+CARRIED_SHARE = 0.8
 
 
 def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
@@ -255,7 +263,15 @@ def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
     words = stems(filed.insight.statement)
     cited = set(filed.insight.sources)
     ranked = sorted(range(len(passages)), key=lambda i: not cited & set(passages[i].numbers))
-    return next((i for i in ranked if len(words & stems(passages[i].text)) >= 0.8 * len(words)), None)
+    return next((i for i in ranked if len(words & stems(passages[i].text)) >= CARRIED_SHARE * len(words)), None)
+
+
+def _stated_in(filed: Filed, batch: Batch) -> uuid.UUID | None:
+    """The semantic memory among the item's sources that already says what it says (a merged memory the item
+    restates): it stays active, so the item needs no memory of its own."""
+    words = stems(filed.insight.statement)
+    return next((r.id for r in batch.picked(filed.insight.sources)
+                 if r.is_semantic and len(words & stems(r.content)) >= CARRIED_SHARE * len(words)), None)
 
 
 def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, batch: Batch, result: CallResult,
@@ -320,12 +336,12 @@ def _write_draft(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, dr
 def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, plan: Plan,
                     passages: Sequence[Memory], insights: Sequence[Written]) -> bool:
     """Merge the items into the profile of the entity each is about (the scope's own first, which also takes the
-    summary); returns whether the scope's own profile changed. An item's memory is the passage that carries it,
-    or its insight memory."""
+    summary); returns whether the scope's own profile changed. An item's memory is the semantic memory it restates,
+    the passage that carries it, or its insight memory."""
     own = iter(insights)
     by_entity: dict[str | None, list[ProfileItem]] = {None: []}
-    for filed, carrier in zip(plan.filed, plan.carrier, strict=True):
-        memory = next(own).memory if carrier is None else passages[carrier]
+    for filed, carrier, stated_in in zip(plan.filed, plan.carrier, plan.stated_in, strict=True):
+        memory = stated_in or (next(own).memory if carrier is None else passages[carrier]).id
         by_entity.setdefault(filed.entity, []).append(_profile_item(filed.insight, filed.support, batch, memory))
     changed = False
     for entity, items in by_entity.items():
@@ -339,10 +355,10 @@ def _merge_profiles(run: ConsolidationRun, scope: ReflectionScope, batch: Batch,
     return changed
 
 
-def _profile_item(insight: Insight, support: Sequence[str], batch: Batch, memory: Memory) -> ProfileItem:
+def _profile_item(insight: Insight, support: Sequence[str], batch: Batch, memory: uuid.UUID) -> ProfileItem:
     rows = batch.picked(insight.sources)
     return ProfileItem(insight.category, insight.subject, insight.statement, insight.confidence,
-                       tuple(dict.fromkeys([*(str(r.id) for r in rows), *support])), str(memory.id),
+                       tuple(dict.fromkeys([*(str(r.id) for r in rows), *support])), str(memory),
                        said_from=min(r.created_at for r in rows), said_last=max(r.created_at for r in rows))
 
 

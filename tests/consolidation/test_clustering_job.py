@@ -293,6 +293,16 @@ def test_small_talk_no_merge_folds_is_archived_restorably_and_never_dressed_up_a
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_turn_that_sounds_like_small_talk_yet_says_something_is_never_archived(tenant, three_days_ago):
+    offer, thanks = ingest(tenant, ["Yeah, it's been great for me. Let me know if you need any advice to get started.",
+                                    "Thanks so much!"], entities=(), session="s1", created_at=three_days_ago)
+    ingest(tenant, "Lunch was great.", entities=(), session="s2", created_at=three_days_ago + HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    assert Memory.objects.get(id=offer).state != "archived"
+    assert Memory.objects.get(id=thanks).archive_reason == "uninformative"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_lone_episode_wrapped_in_small_talk_becomes_a_semantic_memory_of_its_statement(tenant, three_days_ago):
     chatty = ingest(tenant, "Hey, so good to hear from you! I adopted a beagle called Toby yesterday. Thanks so much!",
                     entities=(), session="s1", created_at=three_days_ago)[0]

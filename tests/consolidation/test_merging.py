@@ -20,6 +20,7 @@ from consolidation.domain.merging import (
     is_low_signal,
     is_uninformative,
     joined_length,
+    keeps,
     meaning_of,
     merge_cluster,
     pack_passages,
@@ -65,9 +66,45 @@ def test_near_duplicates_collapse_into_the_most_complete_statement():
 
 def test_small_talk_and_bare_questions_are_dropped_but_facts_stay():
     members = [Member("Melanie: Hey Caroline! How are you? I signed up for a pottery class on Tuesdays.", MAY_8),
-               Member("Melanie: Wow, that sounds great! Your support means a lot. My kids love the beach.", MAY_8)]
+               Member("Melanie: Wow, great! My kids love the beach.", MAY_8)]
     text = merged_text(members)
     assert text == "Melanie: I signed up for a pottery class on Tuesdays. My kids love the beach."
+
+
+MEMORIAL = Member("John: Last week we visited a military memorial with my kids. It made an impact on them.", MAY_8)
+
+
+def test_a_member_the_text_keeps_less_than_half_of_is_not_retired_but_stays_as_it_was_said():
+    """"They were awestruck and humbled." is too short to pass for a statement and leans on the question it
+    answers: the merge may leave it out of its text, but then the text does not replace it."""
+    members = [MEMORIAL, Member("John: They were awestruck and humbled.", MAY_8),
+               Member("John: The memorial had a wall with the names of 20,000 soldiers.", MAY_8)]
+    chunks = merge_cluster(members, limit=400)
+    assert [c.members for c in chunks] == [[0, 2]]
+    assert all(keeps(c.text, members[m].text) for c in chunks for m in c.members)
+    assert not keeps(chunks[0].text, members[1].text)
+
+
+def test_a_turn_the_text_leaves_out_that_says_something_is_not_cited_but_stays_as_it_was_said():
+    members = [Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8),
+               Member("Jon: Yeah, awesome! Glad to be part of it.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=400)
+    assert chunk.members == [0] and "Glad" not in chunk.text
+
+
+def test_small_talk_that_says_nothing_is_cited_without_being_written():
+    members = [Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8),
+               Member("Gina: Thanks so much!", MAY_8)]
+    [chunk] = merge_cluster(members, limit=400)
+    assert chunk.members == [0, 1] and "Thanks" not in chunk.text
+
+
+def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
+    said = statements([Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)])
+    members = [Member("Jon: I lost my job as a banker at the bank on Main Street.", MAY_8),
+               Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)]
+    chunks = merge_cluster(members, limit=400, said=said, redundancy=0.6)
+    assert [c.members for c in chunks] == [[0]]
 
 
 @pytest.mark.parametrize("sentence,anchored", [

@@ -206,3 +206,24 @@ def test_the_extraction_phase_labels_memories_and_is_counted_apart(tenant, fake_
     assert not MemoryRelation.objects.filter(relation_type="implies").exists()  # id 77 was never sent
     assert LlmUsage.objects.get(purpose="extraction").calls == 2
     assert LlmUsage.objects.get(purpose="reflection").calls == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_restating_a_merged_memory_it_cites_gets_no_memory_of_its_own(tenant, fake_llm):
+    from consolidation.jobs.clustering import clustering_run_now
+
+    policy_set(tenant, {"clustering": {"max_span_days": 0}})  # alice's memories are a day apart each
+    ingest_entity(tenant, n=10)  # the last, "The deploy to staging broke twice last week …", is dated by clustering
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    [merged] = Memory.objects.filter(tenant=tenant, memory_type="semantic", state="raw")
+    statement = "Alice's deploy to staging broke twice because of a missing env var"
+    reply = {"items": [{"category": "domain_fact", "subject": "alice", "statement": statement, "confidence": 0.9,
+                        "source_ids": list(range(1, 12))}], "summary": "Alice."}
+    fake_llm.script = [Reply(json.dumps(reply))]
+    run = reflect_entity(tenant)
+    assert run.status == "succeeded" and run.result["insights"] == [statement]
+    assert not Memory.objects.filter(tenant=tenant, tags__contains=["insight"]).exists()
+    [item] = [i for i in MemoryProfile.objects.get(entity_id="alice").facts if i["statement"] == statement]
+    assert item["memory_ids"] == [str(merged.id)] and str(merged.id) in item["source_ids"]
+    merged.refresh_from_db()
+    assert merged.state == "raw" and merged.reflected_at is not None

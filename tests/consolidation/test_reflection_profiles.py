@@ -152,7 +152,7 @@ def test_a_later_week_grows_or_cites_the_passages_of_its_topics_and_an_undo_shri
 
 
 def test_small_talk_that_makes_no_passage_is_still_cited(tenant):
-    texts = ["Alice: Haha, thanks!", "Alice: Lol ok.", *ALICE[:10]]
+    texts = ["Alice: Thanks so much!", "Alice: Haha, that's so cool!", *ALICE[:10]]
     memories = ingest_entity(tenant, n=12, texts=texts)
     assert reflect_entity(tenant).status == "succeeded"
     cited = set(MemorySource.objects.filter(memory__state="raw").values_list("source_memory_id", flat=True))
@@ -168,7 +168,7 @@ PLACES = ["beach in Lisbon", "harbour in Porto", "lake in Geneva", "market in Se
 
 
 def test_a_turn_no_passage_can_say_stays_active_read_once_and_an_undo_makes_it_unread(tenant):
-    memories = ingest_entity(tenant, n=12, texts=[LEANING, "Alice: Haha, thanks!", *ALICE[:10]])
+    memories = ingest_entity(tenant, n=12, texts=[LEANING, "Alice: Thanks so much!", *ALICE[:10]])
     leaning, chatter = memories[0], memories[1]
     run = reflect_entity(tenant)
     assert run.status == "succeeded"
@@ -182,6 +182,19 @@ def test_a_turn_no_passage_can_say_stays_active_read_once_and_an_undo_makes_it_u
     leaning.refresh_from_db()
     assert leaning.state == "raw" and leaning.reflected_at is None
     assert Memory.objects.filter(id__in=[m.id for m in memories], state="raw").count() == 12
+
+
+# A reaction that asks what a photo shows: no statement, yet no small talk either (what the dancers are is in it).
+REACTION = "Alice: Wow, it looks awesome! Are they yours at the festival? They're so graceful!"
+
+
+def test_a_reaction_no_passage_says_stays_active_while_small_talk_is_still_retired(tenant):
+    memories = ingest_entity(tenant, n=12, texts=[REACTION, "Alice: Thanks so much!", *ALICE[:10]])
+    reaction, chatter = memories[0], memories[1]
+    assert reflect_entity(tenant).status == "succeeded"
+    reaction.refresh_from_db()
+    assert reaction.state == "raw" and reaction.reflected_at is not None
+    assert Memory.objects.filter(id=chatter.id, state="consolidated", cited_by_links__memory__state="raw").exists()
 
 
 def test_a_batch_of_turns_no_passage_can_say_gets_no_digest_that_would_retire_them(tenant):
