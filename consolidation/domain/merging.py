@@ -503,8 +503,11 @@ def unsaid(text: str, names: frozenset[str]) -> bool:
 
 
 def keeps(text: str, member: str) -> bool:
-    """Whether `text` keeps what `member` said: at least KEPT_SHARE of its content words."""
-    wanted = frozenset(content_words(member))
+    """Whether `text` keeps what `member` said: at least KEPT_SHARE of the content words of what it stated (its
+    questions ask, they say nothing a text must keep)."""
+    speaker, body = split_speaker(member)
+    stated = [part for part in sentences(body) if not _QUESTION.search(part)]
+    wanted = frozenset(content_words(" ".join([speaker, *stated])))
     return len(wanted & frozenset(content_words(text))) >= KEPT_SHARE * len(wanted)
 
 

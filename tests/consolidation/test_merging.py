@@ -99,6 +99,14 @@ def test_small_talk_that_says_nothing_is_cited_without_being_written():
     assert chunk.members == [0, 1] and "Thanks" not in chunk.text
 
 
+def test_a_member_whose_questions_the_text_leaves_out_is_cited_by_the_text_keeping_its_statement():
+    members = [Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8),
+               Member("Jon: I signed the lease today. Do you know a good flooring company for the dance studio? "
+                      "Which one would install sprung floors?", MAY_8)]
+    [chunk] = merge_cluster(members, limit=400)
+    assert chunk.members == [0, 1] and "?" not in chunk.text
+
+
 def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
     said = statements([Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)])
     members = [Member("Jon: I lost my job as a banker at the bank on Main Street.", MAY_8),
