@@ -484,7 +484,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     while True:
         chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said)
         short = {m for c in chunks for m in c.members
-                 if not keeps(c.text, members[m].text) and not unsaid(members[m].text, names)}
+                 if not keeps(c.text, members[m].text, names) and not unsaid(members[m].text, names)}
         if not short & {m for c in chunks for m in c.voiced}:
             return [c for c in (replace(c, members=[m for m in c.members if m not in short]) for c in chunks)
                     if c.members]
@@ -502,11 +502,16 @@ def unsaid(text: str, names: frozenset[str]) -> bool:
     return is_chatter(text, names) and not text_says_something(text, names)
 
 
-def keeps(text: str, member: str) -> bool:
-    """Whether `text` keeps what `member` said: at least KEPT_SHARE of the content words of what it stated (its
-    questions ask, they say nothing a text must keep)."""
+def keeps(text: str, member: str, names: frozenset[str] = frozenset()) -> bool:
+    """Whether `text` keeps what `member` said: at least KEPT_SHARE of the content words of what it stated. Its
+    questions ask, they say nothing a text must keep, unless no other sentence of it says something
+    (`text_says_something`): a turn that only reacts and asks ("Wow! Are they yours at the festival?") said what it
+    asked."""
     speaker, body = split_speaker(member)
-    stated = [part for part in sentences(body) if not _QUESTION.search(part)]
+    parts = sentences(body)
+    stated = [part for part in parts if not _QUESTION.search(part)]
+    if not any(text_says_something(part, names) for part in stated):
+        stated = parts
     wanted = frozenset(content_words(" ".join([speaker, *stated])))
     return len(wanted & frozenset(content_words(text))) >= KEPT_SHARE * len(wanted)
 

@@ -107,6 +107,14 @@ def test_a_member_whose_questions_the_text_leaves_out_is_cited_by_the_text_keepi
     assert chunk.members == [0, 1] and "?" not in chunk.text
 
 
+def test_a_member_that_only_reacts_and_asks_is_not_cited_by_a_text_without_its_question():
+    members = [Member("Jon: My dance crew performed downtown last weekend and the video looks awesome.", MAY_8),
+               Member("Gina: I finally opened my clothing store downtown last month.", MAY_8),
+               Member("Gina: Wow, it looks awesome! Are they yours at the festival? They're so graceful!", MAY_8)]
+    chunks = merge_cluster(members, limit=400)
+    assert chunks and all(2 not in c.members for c in chunks)
+
+
 def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
     said = statements([Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)])
     members = [Member("Jon: I lost my job as a banker at the bank on Main Street.", MAY_8),
