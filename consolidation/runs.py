@@ -4,7 +4,8 @@
   fail, and it gets the active run back instead (to join it, or to wait for it when it is of another kind). An
   active run whose worker died (`run_recover_dead`) is released and requeued first: nobody joins a dead run.
 - `run_start` claims a run with a conditional UPDATE: pending, or running with a stale heartbeat (the worker
-  that held it died). A redelivered task whose run is done, or held by a live worker, gets None.
+  that held it died). A redelivered task whose run is done gets None; `run_take` makes one whose run another
+  worker still holds retry later, since that worker may have died a moment ago and its heartbeat is not yet stale.
 - While a worker holds a run, `run_heartbeat` (a thread of its process) stamps the row's `heartbeat_at` every
   few seconds, through long LLM calls where no write comes for a minute. A heartbeat older than the stale-after
   setting means the worker is gone: the sweep (`runs_recover_dead`) or a trigger releases the run and requeues
@@ -86,6 +87,11 @@ class LeaseLost(Exception):
     """Our run was released (our heartbeat went stale) or taken over by another worker; our writes must not land."""
 
 
+class RunHeld(Exception):
+    """Another worker holds the run and stamped its heartbeat lately. The task retries: by then the run is finished,
+    or the holder died and its stale run is taken over."""
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -151,6 +157,16 @@ def run_start(*, run_id: uuid.UUID, worker: str, now: datetime | None = None) ->
         return None
     ConsolidationRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
     return ConsolidationRun.objects.get(pk=run_id)
+
+
+def run_take(*, run_id: uuid.UUID, worker: str) -> ConsolidationRun | None:
+    """A task's claim: the run, or None when it is finished. A message redelivered because its worker was killed
+    can arrive before that worker's heartbeat goes stale; returning then would leave the run to the sweep, so it
+    raises RunHeld and the task retries."""
+    run = run_start(run_id=run_id, worker=worker)
+    if run is None and ConsolidationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).exists():
+        raise RunHeld(f"run {run_id} is held by another worker")
+    return run
 
 
 def run_fence(*, run_id: uuid.UUID, worker: str) -> None:

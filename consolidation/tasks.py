@@ -14,14 +14,18 @@ from consolidation.jobs.clustering import clustering_execute, clustering_run_now
 from consolidation.jobs.lifecycle import lifecycle_run_now
 from consolidation.jobs.reflection import reflection_execute, reflection_user_run_now
 from consolidation.models import RunStatus, RunTrigger
-from consolidation.runs import run_finish, run_heartbeat, run_release, run_start, worker_name
+from consolidation.runs import RunHeld, run_finish, run_heartbeat, run_release, run_take, worker_name
 from consolidation.selectors import reflection_eligible_scopes, users_with_eligible_memories
 from consolidation.triggers import clustering_fan_out, requeue_stale_runs, runs_recover_dead
 from consolidation.webhooks import DeliveryFailed, webhook_deliver
 from zeromem.core.adapters.llm import LLMUnavailable
 from zeromem.core.policies import policies_for
-from zeromem.core.tasks import TASK_OPTIONS
+from zeromem.core.tasks import TASK_OPTIONS, TRANSIENT_ERRORS
 from zeromem.models import Tenant
+
+# A run task also retries while another worker holds its run: a redelivery can come before a killed worker's
+# heartbeat is stale, and the retry takes the run over (or finds it finished).
+RUN_TASK_OPTIONS = {**TASK_OPTIONS, "autoretry_for": (*TRANSIENT_ERRORS, RunHeld)}
 
 
 @shared_task(name="consolidation.clustering_fan_out", soft_time_limit=1800, time_limit=1900, expires=3 * 3600,
@@ -33,17 +37,17 @@ def clustering_fan_out_task() -> int:
 
 # The hard limit stays below the broker's visibility timeout (settings) so a running task is never
 # delivered twice while alive; a killed worker's task comes back and takes over the expired lease.
-@shared_task(name="consolidation.clustering_run", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
+@shared_task(name="consolidation.clustering_run", soft_time_limit=3000, time_limit=3300, **RUN_TASK_OPTIONS)
 def clustering_run_task(*, run_id: str) -> str:
     worker = worker_name()
-    run = run_start(run_id=uuid.UUID(run_id), worker=worker)
+    run = run_take(run_id=uuid.UUID(run_id), worker=worker)
     if run is None:
-        return "done or held by a live worker"  # a redelivered message finds its run finished
+        return "already finished"  # a redelivered message
     with run_heartbeat(run_id=run.id, worker=worker):
         return clustering_execute(run=run, worker=worker, force=run.force).status
 
 
-@shared_task(name="consolidation.clustering_runs", soft_time_limit=3000, time_limit=3300, **TASK_OPTIONS)
+@shared_task(name="consolidation.clustering_runs", soft_time_limit=3000, time_limit=3300, **RUN_TASK_OPTIONS)
 def clustering_runs_task(*, run_ids: list[str]) -> list[str]:
     """Small users' runs one after another (the daily fan-out batches them). One run's error does not stop the
     others; the task then fails with it, and a redelivery skips the runs already finished. The soft time limit
@@ -65,14 +69,14 @@ def clustering_runs_task(*, run_ids: list[str]) -> list[str]:
 
 
 @shared_task(name="consolidation.reflection_run", bind=True, soft_time_limit=3000, time_limit=3300,
-             **{**TASK_OPTIONS, "max_retries": 8})
+             **{**RUN_TASK_OPTIONS, "max_retries": 8})
 def reflection_run_task(self: Task, *, run_id: str, force: bool = False) -> str:
     """Claim and execute a reflection run. An unavailable LLM releases the run and retries the task later with
     backoff (the same run id); past the last retry the run fails with the reason."""
     worker = worker_name()
-    run = run_start(run_id=uuid.UUID(run_id), worker=worker)
+    run = run_take(run_id=uuid.UUID(run_id), worker=worker)
     if run is None:
-        return "done or held by a live worker"
+        return "already finished"
     try:
         with run_heartbeat(run_id=run.id, worker=worker):
             return reflection_execute(run=run, worker=worker, force=force or run.force).status

@@ -372,16 +372,23 @@ _EPOCH = datetime(2000, 1, 1)  # claims_of needs a date; a clause's text does no
 
 def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) -> list[dict[str, Any]]:
     """What the reader keeps of each memory's claims and, but for the assistant's turns, of its whole text (what
-    search asks `about_asked`), to store with the memory: {"claims": {clause: features}, "text": features}
-    (claims empty for a memory that claims nothing, so it is never parsed again). Parsed in one batch."""
+    search asks `about_asked`), to store with the memory: {"v": the reader's features version, "claims": {clause:
+    features}, "text": features} (claims empty for a memory that claims nothing, so it is never parsed again while
+    the version holds: `features_current`). Parsed in one batch."""
     clauses = [[c.text for c in claims_of(0, text, _EPOCH, role=role, scope=None)]
                for text, role in zip(texts, roles, strict=True)]
     whole = [n for n, role in enumerate(roles) if role != "assistant"]
     found = iter(reader.features([c for memory in clauses for c in memory] + [texts[n] for n in whole]))
-    features: list[dict[str, Any]] = [{"claims": {clause: next(found) for clause in memory}} for memory in clauses]
+    features: list[dict[str, Any]] = [{"v": reader.features_version, "claims": {clause: next(found) for clause in memory}}
+                                      for memory in clauses]
     for n in whole:
         features[n]["text"] = next(found)
     return features
+
+
+def features_current(stored: Mapping[str, Any] | None, reader: Reader) -> bool:
+    """Was this memory's stored parse kept by this version of the reader (else it is parsed again, once)?"""
+    return stored is not None and stored.get("v") == reader.features_version
 
 
 Features = Sequence[Mapping[str, Any] | None] | None  # stored features by memory index (`memory_features`)

@@ -170,8 +170,10 @@ def repair_messages(messages: Sequence[dict[str, str]], reply: str, error: str) 
 
 def parts_from_messages(messages: Sequence[dict[str, Any]]) -> list[tuple[str, str, list[dict[str, Any]]]]:
     """(key, subject, memories with their numbers) back out of a prompt built by `build_messages` (used by the
-    fake test server)."""
+    fake test server); none from another prompt (the update judge's), which the fake server answers with {}."""
     user = next(m["content"] for m in messages if m["role"] == "user")
+    if not user.startswith("Subjects: ") or "\nMemories: " not in user:
+        return []
     subjects_line, memories_line = user.split("\n", 1)
     subjects = json.loads(subjects_line.removeprefix("Subjects: "))
     memories = json.loads(memories_line.removeprefix("Memories: "))

@@ -27,6 +27,7 @@ from consolidation.domain.contradictions import (
     claim_pairs,
     claim_verdicts,
     claims_of,
+    features_current,
     memory_features,
     reader_pairs,
     reader_verdicts,
@@ -132,11 +133,14 @@ def _retirement(older: int, retired: list[Retired], text: str, names: frozenset[
 
 
 def features_parse_missing(loaded: Loaded) -> Parsed:
-    """Parse the claims of episodes stored before their features were (in one batch); the rows of `loaded` get
-    them, so this run reads them like any other, and the run stores them (`features_store`): parsed once."""
-    missing = [n for n, row in enumerate(loaded.rows) if row.features is None and not row.is_semantic]
+    """Parse the claims of episodes stored before their features were, or by another version of the reader (in one
+    batch); the rows of `loaded` get them, so this run reads them like any other, and the run stores them
+    (`features_store`): parsed once a version."""
+    reader = DefaultReader()
+    missing = [n for n, row in enumerate(loaded.rows)
+               if not features_current(row.features, reader) and not row.is_semantic]
     found = memory_features([loaded.rows[n].content for n in missing], [loaded.rows[n].role for n in missing],
-                            DefaultReader()) if missing else []
+                            reader) if missing else []
     for n, features in zip(missing, found, strict=True):
         loaded.rows[n] = replace(loaded.rows[n], features=features)
     return Parsed([loaded.ids[n] for n in missing], [loaded.rows[n].content_hash for n in missing], found)

@@ -77,7 +77,7 @@ def test_a_shared_task_runs_every_run_and_fails_after_them_with_the_first_error(
     with pytest.raises(ValueError):
         clustering_runs_task.run(run_ids=[run_ids[0], "not-a-run-id", run_ids[1]])
     assert set(ConsolidationRun.objects.filter(id__in=run_ids).values_list("status", flat=True)) == {"succeeded"}
-    assert clustering_runs_task.run(run_ids=run_ids) == ["done or held by a live worker"] * 2  # a redelivery
+    assert clustering_runs_task.run(run_ids=run_ids) == ["already finished"] * 2  # a redelivery
 
 
 @pytest.mark.django_db(transaction=True)

@@ -190,7 +190,7 @@ def test_a_redelivered_task_finds_its_run_done_and_returns(tenant, three_days_ag
         run_id, created = clustering_trigger(tenant_id=tenant.id, user_id="u1", trigger="beat")
     assert created
     assert clustering_run_task.run(run_id=str(run_id)) == "succeeded"
-    assert clustering_run_task.run(run_id=str(run_id)) == "done or held by a live worker"
+    assert clustering_run_task.run(run_id=str(run_id)) == "already finished"
     assert Memory.objects.filter(memory_type="semantic").count() == 1
 
 

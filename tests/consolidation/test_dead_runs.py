@@ -153,3 +153,32 @@ def test_the_heartbeat_outlives_a_dropped_database_connection(tenant):
                            " AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
         assert beat_after(ConsolidationRun.objects.get(id=run.id).heartbeat_at)
         assert heartbeat.running and not heartbeat.lost
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivery_that_comes_before_a_killed_workers_heartbeat_is_stale_retries_and_then_takes_over(
+        tenant, settings, now):
+    """The broker redelivers a killed worker's message after its visibility timeout, which can be sooner than the
+    stale-after: the task must not return then (nothing else would run the run but the sweep); it retries, and
+    the retry takes the run over once the heartbeat is stale."""
+    from consolidation.runs import RunHeld
+    from consolidation.tasks import clustering_run_task
+
+    work_for_one_run(tenant, now)
+    run, _ = run_request(tenant_id=tenant.id, user_id="u1", kind="clustering", trigger="beat")
+    assert run_start(run_id=run.id, worker="killed-host:4242") is not None  # its heartbeat is fresh
+    with pytest.raises(RunHeld):
+        clustering_run_task.run(run_id=str(run.id))
+    assert ConsolidationRun.objects.get(id=run.id).worker == "killed-host:4242"
+    stale_since = run.created_at - timedelta(seconds=settings.ZEROMEMORY_RUN_STALE_SECONDS + 1)
+    ConsolidationRun.objects.filter(id=run.id).update(heartbeat_at=stale_since)
+    assert clustering_run_task.run(run_id=str(run.id)) == "succeeded"
+    assert clustering_run_task.run(run_id=str(run.id)) == "already finished"
+
+
+def test_the_run_tasks_retry_while_another_worker_holds_their_run():
+    from consolidation.runs import RunHeld
+    from consolidation.tasks import clustering_run_task, clustering_runs_task, reflection_run_task
+
+    for task in (clustering_run_task, clustering_runs_task, reflection_run_task):
+        assert RunHeld in task.autoretry_for

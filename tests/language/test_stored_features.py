@@ -59,3 +59,51 @@ def test_a_stored_memory_is_parsed_by_a_worker_after_the_request_commits(api):
     response = api.post("/memories", {"memories": [{"user_id": "u1", "content": "Our office lease ends in 2027."}]})
     [memory_id] = response.json()["ids"]
     assert "Our office lease ends in 2027." in stored(memory_id)["claims"]
+
+
+def kept_by_an_older_reader(memory_id):
+    """The memory's stored parse as a reader of an earlier features version left it."""
+    features = copy.deepcopy(stored(memory_id))
+    features["v"] = FEATURES_VERSION - 1
+    Memory.objects.filter(id=memory_id).update(features=features)
+
+
+def test_every_stored_parse_carries_the_readers_features_version(tenant):
+    claim = ingest_one(tenant, "My phone bill is $80.")
+    services.memories_parse_pending(memory_ids=[claim])
+    assert stored(claim)["v"] == FEATURES_VERSION
+
+
+def test_reparse_after_an_upgrade_stores_a_parse_of_this_version_once(tenant):
+    old, current = ingest_one(tenant, "My phone bill is $80."), ingest_one(tenant, "We moved to Denver in 2021.")
+    never = ingest_one(tenant, "Our office lease ends in 2027.")
+    services.memories_parse_pending(memory_ids=[old, current])
+    kept_by_an_older_reader(old)
+    assert services.memories_unparsed_count() == 2  # the older version's and the one never parsed
+    assert services.memories_reparse(batch_size=1) == 2
+    assert stored(old)["v"] == stored(never)["v"] == FEATURES_VERSION
+    assert services.memories_reparse() == 0  # once a version
+
+
+def test_the_reparse_command_reports_what_it_stored(tenant):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    kept = ingest_one(tenant, "My phone bill is $80.")
+    services.memories_parse_pending(memory_ids=[kept])
+    kept_by_an_older_reader(kept)
+    out = StringIO()
+    call_command("reparse", "--json", stdout=out, stderr=StringIO())
+    assert json.loads(out.getvalue().splitlines()[-1]) == {"pending": 1, "stored": 1}
+    assert stored(kept)["v"] == FEATURES_VERSION
+
+
+def test_a_clustering_run_parses_again_what_an_older_reader_kept_and_stores_it(tenant, now):
+    older = ingest_one(tenant, "The nightly backup keeps 10 snapshots.", session="a", created_at=now - 40 * DAY)
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    services.memories_parse_pending(memory_ids=[older])
+    kept_by_an_older_reader(older)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    assert stored(older)["v"] == FEATURES_VERSION

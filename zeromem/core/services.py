@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from consolidation.domain.contradictions import memory_features
@@ -128,16 +128,17 @@ def features_of(items: Sequence[MemoryInput]) -> list[dict[str, Any]]:
 
 def memories_features_store(*, ids: Sequence[uuid.UUID], hashes: Sequence[str],
                             features: Sequence[dict[str, Any]]) -> int:
-    """Keep the parse of memories that had none, in one UPDATE: only where none was stored meanwhile and the
-    content is still the one parsed (an edit clears the features, and its own parse comes later). Returns how many
-    were stored."""
+    """Keep the parse of memories that had none, or one of another reader version, in one UPDATE: only where no
+    parse of this version was stored meanwhile and the content is still the one parsed (an edit clears the
+    features, and its own parse comes later). Returns how many were stored."""
     if not ids:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
             """UPDATE zeromem_memory m SET features = v.features::jsonb
                  FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, content_hash, features)
-                WHERE m.id = v.id AND m.content_hash = v.content_hash AND m.features IS NULL""",
+                WHERE m.id = v.id AND m.content_hash = v.content_hash
+                  AND (m.features IS NULL OR m.features -> 'v' IS DISTINCT FROM v.features::jsonb -> 'v')""",
             [[str(i) for i in ids], list(hashes), [json.dumps(f) for f in features]])
         return cursor.rowcount
 
@@ -146,12 +147,32 @@ def memories_parse_pending(*, memory_ids: Sequence[uuid.UUID], batch_size: int =
     """Parse the claims of memories stored without their features (a worker does it after ingestion commits, so
     a request never waits on the parser) and store them (`memories_features_store`); idempotent. Returns how many
     were stored."""
+    return _parse_pages(Memory.objects.filter(_unparsed(), id__in=list(memory_ids)), batch_size)
+
+
+def memories_reparse(*, batch_size: int = 256, progress: Callable[[int], None] | None = None) -> int:
+    """Parse every memory whose stored parse is missing or of another reader version (after an upgrade that
+    changed the reader: until then each read parses them afresh), page by page in id order, one UPDATE a page.
+    Safe to stop and run again. Returns how many were stored."""
+    return _parse_pages(Memory.objects.filter(_unparsed()), batch_size, progress)
+
+
+def memories_unparsed_count() -> int:
+    return Memory.objects.filter(_unparsed()).count()
+
+
+def _unparsed() -> Q:
+    return Q(features__isnull=True) | ~Q(features__contains={"v": _READER.features_version})
+
+
+def _parse_pages(queryset: Any, batch_size: int, progress: Callable[[int], None] | None = None) -> int:
     stored = 0
-    queryset = Memory.objects.filter(id__in=list(memory_ids), features__isnull=True)
     for page in _pages(queryset, batch_size, ("id", "content", "content_hash", "role")):
         features = memory_features([content for _, content, _, _ in page], [role for *_, role in page], _READER)
         stored += memories_features_store(ids=[row[0] for row in page], hashes=[row[2] for row in page],
                                           features=features)
+        if progress:
+            progress(len(page))
     return stored
 
 

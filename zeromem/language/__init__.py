@@ -37,6 +37,9 @@ class Said:
 
 class Reader(Protocol):
     name: str
+    # The version of what `features` keeps: a memory whose stored parse is of another version is parsed again,
+    # once (its next clustering run, or `manage.py reparse` after an upgrade), and read freshly until then.
+    features_version: int
 
     def features(self, texts: Sequence[str]) -> list[dict[str, Any] | None]:
         """What the reader keeps of each text's parse, as JSON to store with the memory (None: nothing to keep)."""

@@ -638,6 +638,7 @@ def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: floa
 
 class DefaultReader:
     name = "default"
+    features_version = FEATURES_VERSION
 
     def __init__(self, *, thresholds: Thresholds | None = None, strict: bool = False) -> None:
         self.thresholds = thresholds or Thresholds()

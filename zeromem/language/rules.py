@@ -14,6 +14,7 @@ from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
 
 class RulesReader:
     name = "rules"
+    features_version = 0  # it stores nothing
 
     def keys(self, said: Sequence[Said]) -> list[frozenset[str]]:
         statements = [Statement.parse(s.text, s.at) for s in said]
