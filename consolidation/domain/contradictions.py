@@ -379,7 +379,8 @@ def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) 
                for text, role in zip(texts, roles, strict=True)]
     whole = [n for n, role in enumerate(roles) if role != "assistant"]
     found = iter(reader.features([c for memory in clauses for c in memory] + [texts[n] for n in whole]))
-    features: list[dict[str, Any]] = [{"v": reader.features_version, "claims": {clause: next(found) for clause in memory}}
+    version = reader.features_version
+    features: list[dict[str, Any]] = [{"v": version, "claims": {clause: next(found) for clause in memory}}
                                       for memory in clauses]
     for n in whole:
         features[n]["text"] = next(found)

@@ -15,7 +15,8 @@ A merged memory keeps what a later question may need and drops what states nothi
    small talk is never knowledge, and its members stay as they were said;
 7. a text cites (and so retires) a member only when it keeps at least half of the member's content words (`keeps`):
    a member it keeps less of stays out of the merge, as it was said ("They were awestruck and humbled." dropped
-   as a reaction is not retired by a text without it).
+   as a reaction is not retired by a text without it). A question's words count only when nothing else the member
+   says is a statement; a member that says nothing at all (`unsaid`: small talk) is cited unsaid.
 """
 
 from __future__ import annotations

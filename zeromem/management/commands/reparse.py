@@ -16,7 +16,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", type=int, default=256, help="memories parsed and written at a time")
-        parser.add_argument("--json", action="store_true", dest="as_json", help="end with one JSON line: {pending, stored}")
+        parser.add_argument("--json", action="store_true", dest="as_json",
+                            help="end with one JSON line: {pending, stored}")
 
     def handle(self, *args: Any, batch: int, as_json: bool, **options: Any) -> None:
         pending = services.memories_unparsed_count()
