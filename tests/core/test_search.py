@@ -229,3 +229,18 @@ def test_post_search_ranks_by_the_tenants_own_search_policy(api, tenant):
     tenant.save()
     keycache.clear()  # the key (and its tenant) is kept a few seconds per process
     assert api.post("/search", body).json()["results"] == []
+
+
+def test_a_hit_carries_every_field_as_the_orm_reads_it(tenant):
+    """The pool reads timestamps as text and only the hits are made Memory objects: each field of a hit, times to
+    the microsecond and empty ones included, is what the ORM reads from the row."""
+    ingest(tenant, CONVERSATION, session="s1")
+    kept = Memory.objects.get(content=CONVERSATION[1])
+    Memory.objects.filter(id=kept.id).update(valid_to=None, consolidated_at=kept.created_at.replace(microsecond=123456))
+    [hit] = [h for h in memories_search(policy=SEARCH, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"),
+                                        query="pottery class bowl") if h.memory.id == kept.id]
+    stored = Memory.objects.get(id=kept.id)
+    for field in Memory._meta.concrete_fields:
+        if field.attname != "embedding":
+            assert getattr(hit.memory, field.attname) == getattr(stored, field.attname), field.attname
+    assert hit.memory.consolidated_at.microsecond == 123456 and hit.memory.valid_to is None

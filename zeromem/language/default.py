@@ -523,6 +523,7 @@ def _question(question: str) -> tuple[bool, frozenset[str]]:
     from zeromem.language.pipeline import nlp
 
     doc = nlp()(question)
+    _remember(question, reading_of(doc))  # what `read` would find: search reads the question this way too
     return asks_now(doc), asked_things(doc)
 
 
