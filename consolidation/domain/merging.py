@@ -25,7 +25,7 @@ import calendar
 import math
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import lru_cache
@@ -46,7 +46,7 @@ from zeromem.core.domain.text import (
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 from zeromem.language.content import text_says_something
-from zeromem.language.pipeline import nlp
+from zeromem.language.pipeline import nlp, parse_ahead
 from zeromem.language.reference import leans_on, left_out
 from zeromem.language.rules_tables.merging import (
     AGO,
@@ -475,6 +475,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
     `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
     what they already say is not written again. Every text keeps what each member it cites said (`keeps`)."""
+    parse_ahead(member_sentences(members))
     found = _sentences_of(members, common_names)
     names = common_names | {normalised(s.speaker) for s in found if s.speaker}
     found, apart = _standing_alone(found, members, names)
@@ -490,6 +491,11 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
             return [c for c in (replace(c, members=[m for m in c.members if m not in short]) for c in chunks)
                     if c.members]
         apart |= short
+
+
+def member_sentences(members: Iterable[Member]) -> Iterator[str]:
+    """The sentences of the members as the sentence judgements read them (what `parse_ahead` should parse)."""
+    return (sentence for member in members for sentence in sentences(split_speaker(member.text)[1]))
 
 
 # A merged text replaces a member only when it keeps at least this share of the member's content words (the words

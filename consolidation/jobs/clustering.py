@@ -35,6 +35,7 @@ from consolidation.domain.merging import (
     condensed_enough,
     joined_length,
     meaning_of,
+    member_sentences,
     merge_cluster,
     paraphrase_candidates,
     plain_openers,
@@ -74,6 +75,7 @@ from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
+from zeromem.language.pipeline import parse_ahead
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
@@ -83,6 +85,9 @@ Progress = Callable[[int, int], None]  # (done, total) clusters
 UNSAID_REDUNDANCY = 0.6
 # The third level folds a session's units in windows of this many (in said order), and a window gives up after this
 # many folds that did not fit in one piece: its cost per unit is bounded whatever the session's length.
+# Clusters whose sentences are parsed in one batch before they are merged (a few hundred sentences: within the
+# parse cache, `zeromem.language.pipeline.parse_ahead`).
+PARSE_AHEAD = 100
 FOLD_WINDOW = 64
 FOLD_MISSES = 32
 
@@ -154,8 +159,12 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # small talk for (the update rules above keep judging with the hub names alone).
     common = common | plain_openers(row.content for row in loaded.rows)
     meaning = _sentence_meaning([c.members for c in clusters.values()], common, policy.merging.paraphrase_cosine)
-    for number, cluster in clusters.items():
-        plan.merges += _merges_for(groups[number], cluster, links[number], common, meaning, limit)
+    numbers = list(clusters)
+    for start in range(0, len(numbers), PARSE_AHEAD):
+        batch = numbers[start:start + PARSE_AHEAD]
+        parse_ahead(member_sentences(m for number in batch for m in clusters[number].members))
+        for number in batch:
+            plan.merges += _merges_for(groups[number], clusters[number], links[number], common, meaning, limit)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)
     plan.merges += _condensed_left(loaded, plan, taken, common, limit)
     plan.merges = _third_level(loaded, plan, taken, common, meaning, limit, policy.clustering.fold_floor)

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from zeromem.core.domain.text import sentences, split_speaker
-from zeromem.language.pipeline import nlp
+from zeromem.language.pipeline import doc_of, nlp
 from zeromem.language.values import BATCH, sentence_values
 
 OBJECT_DEPS = frozenset({"dobj", "attr", "oprd", "dative", "nsubjpass"})
@@ -56,7 +56,7 @@ def text_says_something(text: str, names: frozenset[str] = frozenset()) -> bool:
 
 @lru_cache(maxsize=16384)
 def _sentence_verdict(sentence: str, names: frozenset[str]) -> bool:
-    return sentence_says_something(nlp()(sentence), names)
+    return sentence_says_something(doc_of(sentence), names)
 
 
 def sentence_says_something(doc: Any, names: frozenset[str] = frozenset()) -> bool:

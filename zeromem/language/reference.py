@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from zeromem.language.content import text_says_something
-from zeromem.language.pipeline import nlp
+from zeromem.language.pipeline import doc_of
 
 
 def leans_on(sentence: str, before: str) -> bool:
@@ -25,7 +25,7 @@ def leans_on(sentence: str, before: str) -> bool:
 def refers_back(sentence: str) -> bool:
     """The sentence opens with a third-person or demonstrative pronoun ("they", "that", "it", "those") — not an
     expletive ("It's great to…", "There is…"), which points at nothing."""
-    opener = _opener(nlp()(sentence))
+    opener = _opener(doc_of(sentence))
     if opener is None or opener.pos_ != "PRON" or opener.dep_ == "expl":
         return False
     kind, person = opener.morph.get("PronType"), opener.morph.get("Person")
@@ -34,7 +34,7 @@ def refers_back(sentence: str) -> bool:
 
 @lru_cache(maxsize=8192)
 def names_something(sentence: str) -> bool:
-    return any(token.pos_ in ("NOUN", "PROPN") for token in nlp()(sentence))
+    return any(token.pos_ in ("NOUN", "PROPN") for token in doc_of(sentence))
 
 
 # A verb's arguments: the slots a later pronoun's antecedent fills ("What did the doctor say?": the doctor).
@@ -45,7 +45,7 @@ _ARGUMENTS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "dative", 
 def names_a_thing(sentence: str) -> bool:
     """A noun or name as a verb's argument, which a later pronoun could stand for ("What did the doctor say?"); not
     an exclamation's head ("Thanks a bunch!") or an addressee ("Max!", "Congrats, Gina!")."""
-    return any(t.pos_ in ("NOUN", "PROPN") and _argument(t) for t in nlp()(sentence))
+    return any(t.pos_ in ("NOUN", "PROPN") and _argument(t) for t in doc_of(sentence))
 
 
 def _argument(token: Any) -> bool:
@@ -100,7 +100,7 @@ Mention = tuple[str, str]  # (thing | pronoun | pointed, lemma)
 def _mentions(sentence: str) -> tuple[tuple[Mention, ...], bool]:
     """The sentence's things named, pronouns standing for a thing and things pointed at with "this"/"that", in
     order; and whether its subject is left out. Cached: a run's folds merge the same sentences many times."""
-    doc = nlp()(sentence)
+    doc = doc_of(sentence)
     found: list[Mention] = []
     for token in doc:
         if token.pos_ == "PRON":
