@@ -83,11 +83,11 @@ Progress = Callable[[int, int], None]  # (done, total) clusters
 # too), and at which its own sentences collapse when it is written again without them. On LoCoMo 0.6 took
 # characters from × 0.755 to × 0.748 with budget recall after clustering 0.684 (0.7 inside one cluster).
 UNSAID_REDUNDANCY = 0.6
-# The third level folds a session's units in windows of this many (in said order), and a window gives up after this
-# many folds that did not fit in one piece: its cost per unit is bounded whatever the session's length.
 # Clusters whose sentences are parsed in one batch before they are merged (a few hundred sentences: within the
 # parse cache, `zeromem.language.pipeline.parse_ahead`).
 PARSE_AHEAD = 100
+# The third level folds a session's units in windows of this many (in said order), and a window gives up after this
+# many folds that did not fit in one piece: its cost per unit is bounded whatever the session's length.
 FOLD_WINDOW = 64
 FOLD_MISSES = 32
 
