@@ -37,6 +37,7 @@ from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import split_speaker, starts_with_digit, statement_tokens, word_set
 from zeromem.language import CONTRADICTS as CONTRADICTED
 from zeromem.language import REPLACES, Reader, Said
+from zeromem.language.facts import sentence_facts
 from zeromem.language.rules_tables.contradictions import (
     ABANDON,
     ACQUIRED,
@@ -374,7 +375,8 @@ def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) 
     """What the reader keeps of each memory's claims and, but for the assistant's turns, of its whole text (what
     search asks `about_asked`), to store with the memory: {"v": the reader's features version, "claims": {clause:
     features}, "text": features} (claims empty for a memory that claims nothing, so it is never parsed again while
-    the version holds: `features_current`). Parsed in one batch."""
+    the version holds: `features_current`), and the facts of each of its sentences that merging reads ("sentences":
+    `zeromem.language.facts.sentence_facts`). Parsed in one batch."""
     clauses = [[c.text for c in claims_of(0, text, _EPOCH, role=role, scope=None)]
                for text, role in zip(texts, roles, strict=True)]
     whole = [n for n, role in enumerate(roles) if role != "assistant"]
@@ -384,6 +386,8 @@ def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) 
                                       for memory in clauses]
     for n in whole:
         features[n]["text"] = next(found)
+    for stored, facts in zip(features, sentence_facts(texts), strict=True):
+        stored["sentences"] = facts
     return features
 
 

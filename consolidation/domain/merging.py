@@ -29,7 +29,6 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -46,7 +45,7 @@ from zeromem.core.domain.text import (
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 from zeromem.language.content import text_says_something
-from zeromem.language.pipeline import nlp, parse_ahead
+from zeromem.language.facts import facts_ahead, facts_of
 from zeromem.language.reference import leans_on, left_out
 from zeromem.language.rules_tables.merging import (
     AGO,
@@ -60,7 +59,7 @@ from zeromem.language.rules_tables.merging import (
     VOCATIVE,
 )
 from zeromem.language.rules_tables.text import STOP_WORDS
-from zeromem.language.values import BATCH, normalised, sentence_values, values_of, written_in
+from zeromem.language.values import normalised, values_less, written_in
 
 _QUESTION = re.compile(r"\?\s*(?:\[shares image:[^\]]*\])?\s*$")
 
@@ -138,18 +137,19 @@ def is_chatter(text: str, common_names: frozenset[str] = frozenset()) -> bool:
     parts = sentences(split_speaker(text)[1])
     said = [part for part in parts if not _QUESTION.search(part)]
     return bool(parts) and all(_small_talk(part, common_names, questions=True) for part in parts) \
-        and not any(values_of(said, _names(split_speaker(text)[0])))
+        and not any(values_less(facts_of(part).values, _names(split_speaker(text)[0])) for part in said)
 
 
-def _named(doc: Any, speaker: str, common_names: frozenset[str]) -> frozenset[str]:
-    """The values of a parsed sentence that are no name common in the store nor a short form of one (the people
+def _named(sentence: str, speaker: str, common_names: frozenset[str]) -> frozenset[str]:
+    """The values of a sentence that are no name common in the store nor a short form of one (the people
     talking: "That's so cool, Deb!" of Deborah) — a name by the parse, so a date or a count stays even where the
     store also writes the word capitalised ("Tomorrow…", "Two…") — unless the sentence opens with it ("Garlic is my
     go-to ingredient.": a word the store also writes in lower case is common too, yet here it is what the sentence
     is about)."""
-    values = sentence_values(doc, _names(speaker))
-    opener = normalised(doc.text).split(" ", 1)[0]
-    return sentence_values(doc, _names(speaker) | common_names) | (values & {opener})
+    candidates = facts_of(sentence).values
+    values = values_less(candidates, _names(speaker))
+    opener = normalised(sentence).split(" ", 1)[0]
+    return values_less(candidates, _names(speaker) | common_names) | (values & {opener})
 
 
 def _names(speaker: str) -> frozenset[str]:
@@ -303,9 +303,9 @@ def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: st
     it carries a value by the parse), and a low-signal one the next kept sentence leans on ("Did your doctor say
     anything? They gave me tips.": without the question, "they" points at nothing)."""
     keep = [not is_low_signal(text, common_names) for text in parts]
-    unsure = [i for i, kept in enumerate(keep) if not kept and not _QUESTION.search(parts[i])]
-    for i, doc in zip(unsure, nlp().pipe([parts[i] for i in unsure], batch_size=BATCH), strict=True):
-        keep[i] = bool(_named(doc, speaker, common_names))
+    for i, kept in enumerate(keep):
+        if not kept and not _QUESTION.search(parts[i]):
+            keep[i] = bool(_named(parts[i], speaker, common_names))
     for i in range(1, len(parts)):
         if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
             keep[i - 1] = True
@@ -337,10 +337,8 @@ def _statement_kept(candidate: _Sentence, kept: _Sentence) -> bool:
                           and len(candidate.words & kept.words) >= STATED_SHARE * len(candidate.words))
 
 
-@lru_cache(maxsize=8192)
 def _parsed_values(sentence: str) -> frozenset[str]:
-    """Parsed only for a sentence about to be dropped as said: few of a run's sentences."""
-    return values_of([sentence])[0]
+    return values_less(facts_of(sentence).values, frozenset())
 
 
 def _negated(text: str) -> bool:
@@ -475,7 +473,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
     `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
     what they already say is not written again. Every text keeps what each member it cites said (`keeps`)."""
-    parse_ahead(member_sentences(members))
+    facts_ahead(member_sentences(members))
     found = _sentences_of(members, common_names)
     names = common_names | {normalised(s.speaker) for s in found if s.speaker}
     found, apart = _standing_alone(found, members, names)
@@ -494,7 +492,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
 
 
 def member_sentences(members: Iterable[Member]) -> Iterator[str]:
-    """The sentences of the members as the sentence judgements read them (what `parse_ahead` should parse)."""
+    """The sentences of the members as the sentence judgements read them (what `facts_ahead` should parse)."""
     return (sentence for member in members for sentence in sentences(split_speaker(member.text)[1]))
 
 

@@ -75,7 +75,7 @@ from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.language.pipeline import parse_ahead
+from zeromem.language.facts import facts_ahead, remember
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
 Progress = Callable[[int, int], None]  # (done, total) clusters
@@ -83,8 +83,8 @@ Progress = Callable[[int, int], None]  # (done, total) clusters
 # too), and at which its own sentences collapse when it is written again without them. On LoCoMo 0.6 took
 # characters from × 0.755 to × 0.748 with budget recall after clustering 0.684 (0.7 inside one cluster).
 UNSAID_REDUNDANCY = 0.6
-# Clusters whose sentences are parsed in one batch before they are merged (a few hundred sentences: within the
-# parse cache, `zeromem.language.pipeline.parse_ahead`).
+# Clusters whose sentences with no stored facts (semantic memories', anchored ones) are parsed in one batch before
+# they are merged (`zeromem.language.facts.facts_ahead`).
 PARSE_AHEAD = 100
 # The third level folds a session's units in windows of this many (in said order), and a window gives up after this
 # many folds that did not fit in one piece: its cost per unit is bounded whatever the session's length.
@@ -135,6 +135,7 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
     parsed = features_parse_missing(loaded)
+    remember(row.features for row in loaded.rows)  # each sentence's facts, parsed when its memory was stored
     updates = updates_plan(loaded, common, judge, policy.updates)
     plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
                 retirements=updates.retirements, parsed=parsed)
@@ -162,7 +163,7 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     numbers = list(clusters)
     for start in range(0, len(numbers), PARSE_AHEAD):
         batch = numbers[start:start + PARSE_AHEAD]
-        parse_ahead(member_sentences(m for number in batch for m in clusters[number].members))
+        facts_ahead(member_sentences(m for number in batch for m in clusters[number].members))
         for number in batch:
             plan.merges += _merges_for(groups[number], clusters[number], links[number], common, meaning, limit)
     plan.uninformative = _small_talk_left(loaded, plan, taken, common)

@@ -11,7 +11,10 @@ import pytest
 from consolidation.jobs.clustering import clustering_run_now
 from tests.factories import DAY, ingest_one
 from zeromem.core import services
+from zeromem.language import facts
 from zeromem.language.default import FEATURES_VERSION
+from zeromem.language.facts import facts_from_doc, facts_from_json
+from zeromem.language.pipeline import nlp
 from zeromem.models import Memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,3 +110,36 @@ def test_a_clustering_run_parses_again_what_an_older_reader_kept_and_stores_it(t
     kept_by_an_older_reader(older)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     assert stored(older)["v"] == FEATURES_VERSION
+
+
+def test_the_facts_of_each_sentence_are_stored_with_its_memory_as_its_parse_says(tenant):
+    turn = ingest_one(tenant, "Maria: My sister adopted a puppy. It is so cute! Thanks, Gina!")
+    services.memories_parse_pending(memory_ids=[turn])
+    kept = stored(turn)["sentences"]
+    assert set(kept) == {"My sister adopted a puppy.", "It is so cute!", "Thanks, Gina!"}
+    for sentence, raw in kept.items():
+        assert facts_from_json(raw) == facts_from_doc(nlp()(sentence))
+    assert facts_from_json(kept["My sister adopted a puppy."]).takes_a_thing
+    assert facts_from_json(kept["It is so cute!"]).refers_back
+    assert facts_from_json(kept["Thanks, Gina!"]).values == ()  # the addressee is no value
+
+
+def test_a_clustering_run_parses_no_sentence_whose_facts_its_memory_stored(tenant, now, monkeypatch):
+    texts = ["Jon: I opened my dance studio downtown last month. It has two rooms.",
+             "Jon: My dance studio downtown now has three rooms and a small stage.",
+             "Jon: The dance studio downtown hosts a showcase every spring."]
+    ids = [ingest_one(tenant, text, session=f"s{n}", created_at=now - (30 - n) * DAY) for n, text in enumerate(texts)]
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    services.memories_parse_pending(memory_ids=ids)
+    facts._FACTS.clear()  # a fresh worker: what a run knows of these sentences comes from the rows
+    parsed: list[str] = []
+    original = facts.facts_from_doc
+
+    def recorded(doc):
+        parsed.append(doc.text)
+        return original(doc)
+
+    monkeypatch.setattr(facts, "facts_from_doc", recorded)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    said = {sentence for memory_id in ids for sentence in stored(memory_id)["sentences"]}
+    assert said and not said & set(parsed)

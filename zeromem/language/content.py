@@ -17,15 +17,10 @@ each parsed alone, as `values` parses statements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any
 
 from zeromem.core.domain.text import sentences, split_speaker
-from zeromem.language.pipeline import doc_of, nlp
-from zeromem.language.values import BATCH, sentence_values
-
-OBJECT_DEPS = frozenset({"dobj", "attr", "oprd", "dative", "nsubjpass"})
-THINGS = frozenset({"NOUN", "PROPN", "NUM"})
+from zeromem.language.facts import facts_ahead, facts_of
+from zeromem.language.values import values_less
 
 
 def is_question(sentence: str) -> bool:
@@ -41,35 +36,17 @@ def said_sentences(text: str) -> tuple[str, list[str]]:
 def says_something(texts: Sequence[str], names: frozenset[str] = frozenset()) -> list[bool]:
     """Per text: does one of its sentences that is no question state a value or take a thing (module docstring)?
     `names`: the people talking, lower-cased (no value). Every sentence parsed in one batch."""
-    pieces = [(n, sentence) for n, text in enumerate(texts) for sentence in said_sentences(text)[1]]
-    found = [False] * len(texts)
-    for (n, _), doc in zip(pieces, nlp().pipe([s for _, s in pieces], batch_size=BATCH), strict=True):
-        found[n] = found[n] or sentence_says_something(doc, names)
-    return found
+    said = [said_sentences(text)[1] for text in texts]
+    facts_ahead(sentence for parts in said for sentence in parts)
+    return [any(sentence_says_something(sentence, names) for sentence in parts) for parts in said]
 
 
 def text_says_something(text: str, names: frozenset[str] = frozenset()) -> bool:
-    """`says_something` of one text, its sentences parsed one by one until one says something (each verdict
-    cached: a merge tries the same sentences in many texts)."""
-    return any(_sentence_verdict(sentence, names) for sentence in said_sentences(text)[1])
+    """`says_something` of one text."""
+    return any(sentence_says_something(sentence, names) for sentence in said_sentences(text)[1])
 
 
-@lru_cache(maxsize=16384)
-def _sentence_verdict(sentence: str, names: frozenset[str]) -> bool:
-    return sentence_says_something(doc_of(sentence), names)
-
-
-def sentence_says_something(doc: Any, names: frozenset[str] = frozenset()) -> bool:
-    """A parsed sentence (no question) that carries a value or whose verb takes a thing."""
-    return bool(sentence_values(doc, names)) or takes_a_thing(doc)
-
-
-def takes_a_thing(doc: Any) -> bool:
-    """A verb, or the adjective complementing one ("keen on counseling"), taking a thing."""
-    return any(t.pos_ in ("VERB", "AUX", "ADJ") and any(_is_thing_taken(c) for c in t.children) for t in doc)
-
-
-def _is_thing_taken(child: Any) -> bool:
-    if child.dep_ == "prep":
-        return any(g.dep_ == "pobj" and g.pos_ in THINGS for g in child.children)
-    return child.dep_ in OBJECT_DEPS and child.pos_ in THINGS
+def sentence_says_something(sentence: str, names: frozenset[str] = frozenset()) -> bool:
+    """A sentence (no question) that carries a value or whose verb takes a thing."""
+    facts = facts_of(sentence)
+    return facts.takes_a_thing or bool(values_less(facts.values, names))

@@ -162,7 +162,9 @@ class Reading:
                 | frozenset(f"#{noun}" for f in self.facts for noun in f.counted))
 
 
-FEATURES_VERSION = 4  # raise it when `reading_of` changes: stored features of another version are read again
+# Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
+# version are read again.
+FEATURES_VERSION = 5
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:

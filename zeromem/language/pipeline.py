@@ -7,7 +7,6 @@ as the MiniLM tokenizer's are) so a changed model cannot silently change every j
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,27 +44,3 @@ def nlp() -> Any:
     if model_digest(folder) != MODEL_SHA256:
         raise PipelineMismatch(f"{folder} does not match its pinned sha256; reinstall {MODEL_PACKAGE}==3.8.0")
     return spacy.load(folder)
-
-
-_DOCS: dict[str, Any] = {}
-_DOCS_SIZE = 2048  # docs of short sentences, a few KB each: bounded, so a worker's memory stays flat
-
-
-def doc_of(text: str) -> Any:
-    """The parse of one sentence, from a bounded cache shared by the judgements that read sentences one at a time
-    (`content`, `reference`): each sentence is parsed once, not once a judgement."""
-    doc = _DOCS.get(text)
-    if doc is None:
-        parse_ahead([text])
-        doc = _DOCS[text]
-    return doc
-
-
-def parse_ahead(texts: Iterable[str]) -> None:
-    """Parse in one batch the texts `doc_of` will be asked for: batched, a short sentence costs a fraction of what
-    it costs alone (~1.6 ms against ~7 ms)."""
-    missing = [text for text in dict.fromkeys(texts) if text not in _DOCS][:_DOCS_SIZE]
-    for text, doc in zip(missing, nlp().pipe(missing, batch_size=64), strict=True):
-        if len(_DOCS) >= _DOCS_SIZE:
-            _DOCS.pop(next(iter(_DOCS)))
-        _DOCS[text] = doc

@@ -47,13 +47,26 @@ def values_of(sentences: Sequence[str], speakers: frozenset[str] = frozenset()) 
 def sentence_values(doc: Any, speakers: frozenset[str] = frozenset()) -> frozenset[str]:
     """The values a parsed sentence carries (module docstring), less the speakers' names and the addressee; a value
     inside a longer one ("sunday" in "every sunday") is that one."""
+    return values_less(value_candidates(doc), speakers)
+
+
+Candidate = tuple[str, bool]  # a value as written (normalised), and whether the parse takes it for a name
+
+
+def value_candidates(doc: Any) -> tuple[Candidate, ...]:
+    """Every value of a parsed sentence but the addressee, with whether it is a name: what `values_less` needs to
+    leave out the speakers' names, so it can be kept once for any speakers (`zeromem.language.facts`)."""
     spans = [e for e in doc.ents if e.label_ in VALUE_ENTITIES and is_value_entity(e)]
     in_entity = {t.i for e in spans for t in e}
     spans += [doc[t.i:t.i + 1] for t in doc if t.i not in in_entity and is_value_token(t)]
     spans += frequencies(doc)
-    values = {value for span in spans if not is_addressee(span)
-              for value in [normalised(whole_words(span).text)]
-              if _WORD.search(value) and not (is_name(span) and names_of({value}, speakers))}
+    return tuple(dict.fromkeys((value, is_name(span)) for span in spans if not is_addressee(span)
+                               for value in [normalised(whole_words(span).text)] if _WORD.search(value)))
+
+
+def values_less(candidates: Iterable[Candidate], speakers: frozenset[str]) -> frozenset[str]:
+    """The values of `value_candidates` but the names of `speakers`; a value inside a longer one is that one."""
+    values = {value for value, name in candidates if not (name and names_of({value}, speakers))}
     return frozenset(v for v in values if not any(v != w and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", w)
                                                   for w in values))
 
