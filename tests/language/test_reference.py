@@ -26,6 +26,10 @@ from zeromem.language.reference import leans_outside
     (["I'm sure they'll love the cake."], [True]),  # an adjective is nothing a pronoun stands for
     (["Not only does it help me stay calm, it keeps me fit."], [True]),  # no predicate: "it" is a thing
     (["That hiking spot looks great!", "It has a lake."], [True, True]),  # named only by a sentence that leans
+    # "that" after an interjection, which the tagger takes for a relative pronoun with nothing to relate to
+    (["Wow, that looks great!"], [True]),
+    (["Woah, Maria, that sounds cool!", "I'm doing kickboxing now."], [True, False]),
+    (["I finally read the book that you lent me."], [False]),  # a relative "that" after the noun it is about
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning

@@ -116,7 +116,7 @@ def _refers_back(doc: Any) -> bool:
     if opener is None or opener.pos_ != "PRON" or opener.dep_ == "expl":
         return False
     kind, person = opener.morph.get("PronType"), opener.morph.get("Person")
-    return "Dem" in kind or ("Prs" in kind and person == ["3"] and not _pleonastic(opener))
+    return _demonstrative(opener) or ("Prs" in kind and person == ["3"] and not _pleonastic(opener))
 
 
 # A verb's arguments: the slots a later pronoun's antecedent fills ("What did the doctor say?": the doctor).
@@ -157,7 +157,18 @@ def _stands_for_a_thing(pronoun: Any) -> bool:
     if pronoun.dep_ == "expl" or _pleonastic(pronoun):
         return False
     kind, person = pronoun.morph.get("PronType"), pronoun.morph.get("Person")
-    return "Dem" in kind or ("Prs" in kind and person == ["3"] and pronoun.morph.get("Reflex") != ["Yes"])
+    return _demonstrative(pronoun) or ("Prs" in kind and person == ["3"] and pronoun.morph.get("Reflex") != ["Yes"])
+
+
+def _demonstrative(pronoun: Any) -> bool:
+    """A demonstrative by the parse; or one the tagger took for a relative pronoun with nothing to relate to: its
+    verb is the sentence's root ("Wow, that looks great!"), or it is a "that" right after a comma, where a relative
+    "that" never stands ("Woah, Maria, that sounds cool!")."""
+    kind = pronoun.morph.get("PronType")
+    if "Dem" in kind:
+        return True
+    after_comma = pronoun.i > 0 and pronoun.doc[pronoun.i - 1].is_punct and pronoun.lower_ == "that"
+    return "Rel" in kind and (pronoun.head.dep_ == "ROOT" or after_comma)
 
 
 def _subject_left_out(doc: Any) -> bool:
