@@ -30,6 +30,8 @@ from zeromem.language.reference import leans_outside
     (["Wow, that looks great!"], [True]),
     (["Woah, Maria, that sounds cool!", "I'm doing kickboxing now."], [True, False]),
     (["I finally read the book that you lent me."], [False]),  # a relative "that" after the noun it is about
+    (["Oof, sorry to hear that."], [True]),  # "hear" takes "that": a verb, nothing "that" could stand for
+    (["I love to paint.", "It calms me."], [False, False]),  # "paint" takes nothing: the thing "it" stands for
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning

@@ -122,7 +122,8 @@ def _refers_back(doc: Any) -> bool:
 # A verb's arguments: the slots a later pronoun's antecedent fills ("What did the doctor say?": the doctor).
 _ARGUMENTS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "dative", "oprd"})
 # Slots where a word can be what a later pronoun stands for even when the tagger calls a noun a verb ("allergic to
-# shellfish/VERB, so keep them out"); not an adjective's ("I'm sure they'll love it").
+# shellfish/VERB, so keep them out"); not an adjective's ("I'm sure they'll love it"), nor a verb's with an object of
+# its own, which is a verb indeed ("Sorry to hear that.": "that" is what the other turn said).
 _COMPLEMENTS = frozenset({"dobj", "pobj", "attr", "xcomp", "oprd"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass", "csubj", "expl"})
 
@@ -141,9 +142,13 @@ def _mentions(doc: Any) -> tuple[Mention, ...]:
             continue
         if _pointed(token):
             found.append(("pointed", token.lemma_.lower()))
-        if _argument(token) or token.dep_ in _COMPLEMENTS:
+        if _argument(token) or token.dep_ in _COMPLEMENTS and not _has_object(token):
             found.append(("thing", token.lemma_.lower()))
     return tuple(found)
+
+
+def _has_object(token: Any) -> bool:
+    return any(c.dep_ == "dobj" for c in token.children)
 
 
 def _pointed(token: Any) -> bool:
