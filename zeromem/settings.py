@@ -233,6 +233,9 @@ ZEROMEMORY_WORKER_SCHED_IDLE = env_bool("ZEROMEMORY_WORKER_SCHED_IDLE", True)
 
 # --- Celery ----------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
+# kombu's Redis transport with a guard: a broker going away while a worker holds a message must not stop the worker
+# (zeromem/core/broker.py).
+CELERY_BROKER_TRANSPORT = "zeromem.core.broker:Transport"
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
