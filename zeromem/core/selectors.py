@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hmac
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -367,18 +367,24 @@ def memories_ranked(*, scope: MemoryFilter, query: str, top_k: int, policy: Sear
 
 def _memory(row: tuple[Any, ...]) -> Memory:
     """A result row as a Memory without a query: its vector deferred, `has_vector` saying whether it has one."""
-    memory = Memory.from_db(connection.alias, [f.attname for f in _RESULT_FIELDS],
-                            [_loaded(f, value) for f, value in zip(_RESULT_FIELDS, row, strict=False)])
+    memory = Memory.from_db(connection.alias, _RESULT_NAMES,
+                            [value if value is None or load is None else load(value)
+                             for load, value in zip(_RESULT_LOADERS, row, strict=False)])
     memory.has_vector = row[len(_RESULT_FIELDS)]
     return memory
 
 
-def _loaded(field: Any, value: Any) -> Any:
-    if value is None:
-        return None
+def _loader(field: Any) -> Callable[[Any], Any] | None:
+    """How a result column's value becomes the field's (None: as it comes); a NULL stays None."""
     if isinstance(field, DateTimeField):  # PostgreSQL's ISO text of a timestamptz (`_column`)
-        return datetime.fromisoformat(value)
-    return field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        return datetime.fromisoformat
+    if hasattr(field, "from_db_value"):
+        return lambda value: field.from_db_value(value, None, connection)
+    return None
+
+
+_RESULT_NAMES = [f.attname for f in _RESULT_FIELDS]
+_RESULT_LOADERS = [_loader(f) for f in _RESULT_FIELDS]
 
 
 _READER = DefaultReader()
