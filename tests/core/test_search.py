@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from consolidation.corrections.erasure import memories_erase
 from tests.factories import ingest, memory_input
@@ -13,8 +14,10 @@ from zeromem.core import keycache
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.selectors import (
+    CARRY_MARGIN,
     MemoryFilter,
     Unwritten,
+    _hits,
     memories_ranked,
     memories_search,
     pool_ranked,
@@ -244,3 +247,22 @@ def test_a_hit_carries_every_field_as_the_orm_reads_it(tenant):
         if field.attname != "embedding":
             assert getattr(hit.memory, field.attname) == getattr(stored, field.attname), field.attname
     assert hit.memory.consolidated_at.microsecond == 123456 and hit.memory.valid_to is None
+
+
+def test_a_hit_the_pool_statement_did_not_read_whole_is_read_by_id_and_is_the_same_hit(tenant):
+    """The pool statement reads every field only of the first candidates by PostgreSQL's reckoning of the ranking
+    (selectors.Carry), a margin past top_k; a hit it did not read whole is read by id in one more statement."""
+    ingest(tenant, CONVERSATION, session="s1")
+    scope = MemoryFilter(tenant_id=tenant.id, user_id="u1")
+    with CaptureQueriesContext(connection) as margin:
+        carried = _hits(scope, "Melanie pottery kids", policy=SEARCH, top_k=4, min_score=None, carried=4 + CARRY_MARGIN)
+    with CaptureQueriesContext(connection) as none:
+        read_by_id = _hits(scope, "Melanie pottery kids", policy=SEARCH, top_k=4, min_score=None, carried=0)
+    assert len(margin) == 2 and len(none) == 3  # terms and pools; then the hits by id
+    assert len(carried) == 4
+    assert [(h.memory.id, h.score, h.bm25, h.cosine, h.memory.has_vector) for h in carried] == [
+        (h.memory.id, h.score, h.bm25, h.cosine, h.memory.has_vector) for h in read_by_id]
+    for a, b in zip(carried, read_by_id, strict=True):
+        for field in Memory._meta.concrete_fields:
+            if field.attname != "embedding":
+                assert getattr(a.memory, field.attname) == getattr(b.memory, field.attname), field.attname

@@ -58,16 +58,19 @@ def test_the_celery_app_and_wsgi_module_named_there_import():
     for service in ("worker", "beat"):
         assert services()[service]["command"][2] == "zeromem"
     probe = ("import gc, sys, zeromem.celery, zeromem.wsgi; gc.collect(); "
-             "print(gc.get_freeze_count(), len(gc.get_objects()), 'zeromem.api.views' in sys.modules)")
+             "pipeline = sys.modules.get('zeromem.language.pipeline'); "
+             "print(gc.get_freeze_count(), len(gc.get_objects()), 'zeromem.api.views' in sys.modules, "
+             "pipeline is not None and pipeline.nlp.cache_info().currsize == 1)")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    frozen, scanned, urlconf_loaded = result.stdout.split()[-3:]
+    frozen, scanned, urlconf_loaded, spacy_loaded = result.stdout.split()[-4:]
     # What the web app loaded is kept out of the collector's scans (zeromem/wsgi.py): tens of thousands of objects,
-    # the URLconf and the embedding model included, which Django and the embedder would load on first use. Loaded
+    # the URLconf, the embedding model and spaCy's pipeline included, which would load on first use. Loaded
     # after the freeze, they were ~38,000 objects every full collection scanned (10-35 ms pauses in a busy web
     # process).
     assert int(frozen) > 10_000
     assert urlconf_loaded == "True"
+    assert spacy_loaded == "True"  # search reads its question with spaCy: ~46,000 more objects
     assert int(scanned) < 5_000
 
 

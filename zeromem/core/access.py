@@ -34,9 +34,9 @@ def _buffer(entries: list[tuple[str, int, float]]) -> None:
         return
     try:
         pipe = redis_client().pipeline(transaction=True)
-        for memory_id, count, stamp in entries:
+        for memory_id, count, _ in entries:
             pipe.hincrby(COUNTS, memory_id, count)
-            pipe.hset(LAST, memory_id, stamp)
+        pipe.hset(LAST, mapping={memory_id: stamp for memory_id, _, stamp in entries})  # one command, not one each
         pipe.execute()
     except Exception:
         logger.exception("could not buffer access to %d memories", len(entries))
