@@ -143,3 +143,17 @@ def test_a_clustering_run_parses_no_sentence_whose_facts_its_memory_stored(tenan
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
     said = {sentence for memory_id in ids for sentence in stored(memory_id)["sentences"]}
     assert said and not said & set(parsed)
+
+
+@pytest.mark.usefixtures("eager")
+def test_a_text_a_clustering_run_writes_is_parsed_once_after_the_run_commits(tenant, now):
+    texts = ["Jon: I opened my dance studio downtown last month. It has two rooms.",
+             "Jon: My dance studio downtown now has three rooms and a small stage."]
+    for n, text in enumerate(texts):
+        ingest_one(tenant, text, session="s1", created_at=now - 30 * DAY + n * DAY / 1440)  # a minute apart
+    ingest_one(tenant, "Good morning!", session="today", created_at=now)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli", force=True)
+    written = Memory.objects.filter(tenant=tenant, memory_type="semantic")
+    assert written.exists()
+    for memory in written:
+        assert memory.features["v"] == FEATURES_VERSION and memory.features["sentences"]
