@@ -75,7 +75,7 @@ from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
-from zeromem.core.tasks import enqueue_on_commit, memories_parse_task
+from zeromem.core.tasks import memories_parse_on_commit
 from zeromem.language.facts import facts_ahead, remember
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
@@ -468,9 +468,8 @@ def merges_write(*, run: ConsolidationRun, worker: str, tenant_id: int, loaded: 
         event_emit_all(tenant_id=tenant_id, events=[
             event for merge, memory, _ in written
             for event in _merge_events(memory, [loaded.rows[i] for i in merge.members], created=merge.base is None)])
-        # A written text is parsed once, by a worker after commit, as an ingested memory is: search and later nights
-        # read its stored parse instead of parsing it on every read.
-        enqueue_on_commit(memories_parse_task.name, memory_ids=[str(memory.id) for _, memory, _ in written])
+        # Search and later nights read a written text's stored parse instead of parsing it on every read.
+        memories_parse_on_commit(memory.id for _, memory, _ in written)
     return [merge for merge, _ in kept]
 
 

@@ -81,6 +81,7 @@ from zeromem.core.events import event_emit, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.selectors import llm_tokens_this_month
 from zeromem.core.services import content_hash, llm_usage_add, search_stats_add
+from zeromem.core.tasks import memories_parse_on_commit
 from zeromem.models import Memory, MemoryKind, MemoryRelation, MemorySource, MemoryState, MemoryType, Tenant
 
 EXTRACTIVE = "builtin:extractive"
@@ -423,6 +424,7 @@ def _semantic(run: ConsolidationRun, scope: ReflectionScope, batch: Batch, *, co
                   "source_ids": [str(r.id) for r in rows], **extra})
     MemorySource.objects.bulk_create([MemorySource(memory=memory, source_id=r.id, source_memory_id=r.id,
                                                    source_content_hash=r.content_hash) for r in rows])
+    memories_parse_on_commit([memory.id])
     return memory
 
 

@@ -54,6 +54,7 @@ from zeromem.core.domain.text import split_speaker
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, memories_features_store, search_stats_add
+from zeromem.core.tasks import memories_parse_on_commit
 from zeromem.language.content import text_says_something
 from zeromem.language.default import DefaultReader, Thresholds
 from zeromem.language.reference import left_out
@@ -334,6 +335,7 @@ def _derived(tenant_id: int, user_id: str, loaded: Loaded, source: int, text: st
     MemorySource.objects.create(memory=memory, source_id=row.id, source_memory_id=row.id,
                                 source_content_hash=row.content_hash)
     search_stats_add(memory_ids=[memory.id])
+    memories_parse_on_commit([memory.id])
     return memory
 
 

@@ -34,6 +34,7 @@ from zeromem.core.domain.policy import Policy
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, semantic_event_data
 from zeromem.core.services import content_hash, search_stats_add
+from zeromem.core.tasks import memories_parse_on_commit
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
 
 Scope = tuple[str, str | None, str]
@@ -181,4 +182,5 @@ def _create(tenant_id: int, user_id: str, scope: Scope, members: list[Memory], t
     MemorySource.objects.bulk_create([MemorySource(memory=memory, source_id=m.id, source_memory_id=m.id,
                                                    source_content_hash=m.content_hash) for m in members])
     search_stats_add(memory_ids=[memory.id])
+    memories_parse_on_commit([memory.id])
     return memory

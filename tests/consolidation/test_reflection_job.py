@@ -199,3 +199,14 @@ def test_every_locomo_speaker_gets_a_profile_linked_to_turn_ids(db):
     result = evaluate_profiles(conversations=locomo.load()[:2], progress=lambda line: None)
     assert result["speakers"] == 4 and result["speakers_with_profile"] == 4 and result["failed_runs"] == 0
     assert result["profile_items"] >= 10 and result["items_linked_to_turns"] == result["profile_items"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_reflection_writes_is_parsed_once_by_a_worker_after_its_run_commits(tenant, eager):
+    from consolidation.tasks import reflection_fan_out_task
+    from zeromem.language.default import FEATURES_VERSION
+
+    ingest_entity(tenant, n=12)
+    assert reflection_fan_out_task() == 1
+    written = Memory.objects.filter(tenant=tenant, memory_type="semantic")
+    assert written.exists() and {m.features["v"] for m in written} == {FEATURES_VERSION}

@@ -194,3 +194,11 @@ def test_a_digest_never_folds_the_current_session_nor_restates_a_replaced_statem
     digest = Memory.objects.get(tenant=tenant, metadata__source_type="window_digest")
     assert Memory.objects.get(id=live).state == "raw"  # the current session is never folded
     assert "5 engineers" not in digest.content and "9 engineers" in digest.content
+
+
+@pytest.mark.usefixtures("eager")
+def test_a_digest_is_parsed_once_by_a_worker_after_its_run_commits(tenant, now):
+    from zeromem.language.default import FEATURES_VERSION
+
+    the_scenario(tenant, now)
+    assert [d.features["v"] for d in digests_of(tenant).values()] == [FEATURES_VERSION] * len(SIZES)

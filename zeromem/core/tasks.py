@@ -4,6 +4,7 @@ may pass (database or broker connection trouble), with backoff."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from celery import current_app, shared_task
@@ -46,6 +47,12 @@ def memories_embed_task(*, memory_ids: list[str]) -> int:
 def memories_parse_task(*, memory_ids: list[str]) -> int:
     """After ingestion: the language reader's parse of the new memories, stored once with each."""
     return services.memories_parse_pending(memory_ids=[uuid.UUID(i) for i in memory_ids])
+
+
+def memories_parse_on_commit(memory_ids: Iterable[uuid.UUID]) -> None:
+    """Have a worker parse memories once the transaction writing them commits (`memories_parse_task`): a memory is
+    parsed once in its life, whoever wrote it, and never on a request's or a run's time."""
+    enqueue_on_commit(memories_parse_task.name, memory_ids=[str(i) for i in memory_ids])
 
 
 @shared_task(name="zeromem.embed_missing", soft_time_limit=3000, time_limit=3300, expires=3000, **TASK_OPTIONS)
