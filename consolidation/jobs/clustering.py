@@ -76,6 +76,7 @@ from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.core.tasks import memories_parse_on_commit
+from zeromem.language.default import FEATURES_VERSION
 from zeromem.language.facts import facts_ahead, remember
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
@@ -136,7 +137,8 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     pairs = clustering.candidate_pairs(loaded.items, loaded.vectors, loaded.has_vector, params)
     common = frozenset(e.lower() for e in clustering.hub_entities(loaded.items, params))
     parsed = features_parse_missing(loaded)
-    remember(row.features for row in loaded.rows)  # each sentence's facts, parsed when its memory was stored
+    # Each sentence's facts, parsed when its memory was stored.
+    remember((row.features for row in loaded.rows), FEATURES_VERSION)
     updates = updates_plan(loaded, common, judge, policy.updates)
     plan = Plan(loaded=loaded, pairs=len(pairs), claim_pairs=updates.claim_pairs, decisions=updates.decisions,
                 retirements=updates.retirements, parsed=parsed)

@@ -5,6 +5,7 @@ its first clustering run, then stored."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.factories import DAY, ingest_one
 from zeromem.core import services
 from zeromem.language import facts
 from zeromem.language.default import FEATURES_VERSION
-from zeromem.language.facts import facts_from_doc, facts_from_json
+from zeromem.language.facts import facts_from_doc, facts_from_json, facts_json
 from zeromem.language.pipeline import nlp
 from zeromem.models import Memory
 
@@ -157,3 +158,14 @@ def test_a_text_a_clustering_run_writes_is_parsed_once_after_the_run_commits(ten
     assert written.exists()
     for memory in written:
         assert memory.features["v"] == FEATURES_VERSION and memory.features["sentences"]
+
+
+def test_sentence_facts_stored_by_another_features_version_are_not_trusted():
+    sentence = "Our greenhouse grows eleven kinds of basil."
+    facts._FACTS.pop(sentence, None)
+    stale = facts_json(replace(facts_from_doc(nlp()(sentence)), takes_a_thing=False, values=()))
+    facts.remember([{"v": FEATURES_VERSION - 1, "sentences": {sentence: stale}}], FEATURES_VERSION)
+    assert facts.facts_of(sentence) == facts_from_doc(nlp()(sentence))
+    facts._FACTS.pop(sentence, None)
+    facts.remember([{"v": FEATURES_VERSION, "sentences": {sentence: stale}}], FEATURES_VERSION)
+    assert facts.facts_of(sentence) == facts_from_json(stale)  # this version's are read as stored

@@ -46,10 +46,13 @@ def facts_ahead(texts: Iterable[str]) -> None:
         _keep(text, facts_from_doc(doc))
 
 
-def remember(stored: Iterable[Mapping[str, Any] | None]) -> None:
-    """Load the sentence facts stored with memories (`sentence_facts`, under "sentences" in their features)."""
+def remember(stored: Iterable[Mapping[str, Any] | None], version: int) -> None:
+    """Load the sentence facts stored with memories (`sentence_facts`, under "sentences" in their features) by this
+    features `version`: one stored by an earlier version may say what this one no longer does."""
     for features in stored:
-        for sentence, raw in ((features or {}).get("sentences") or {}).items():
+        if not features or features.get("v") != version:
+            continue
+        for sentence, raw in (features.get("sentences") or {}).items():
             if sentence not in _FACTS:
                 _keep(sentence, facts_from_json(raw))
 
