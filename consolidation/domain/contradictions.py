@@ -645,8 +645,10 @@ def _answering(claims: Sequence[Claim], reader: Reader, query: str, features: Fe
     asked = Said(query, min(c.statement.at for c in claims))
     said = [said_of(c, features) for c in claims]
     query_keys, *keys = reader.keys([asked, *said])
-    on_topic = [(c, k & query_keys) for c, k, same in zip(claims, keys, reader.same_attribute(
-        [(asked, s) for s in said]), strict=True) if same and k & query_keys]
+    # Only a claim sharing a key with the query can be on topic: the others are not judged at all.
+    keyed = [(c, s, k & query_keys) for c, s, k in zip(claims, said, keys, strict=True) if k & query_keys]
+    same = reader.same_attribute([(asked, s) for _, s, _ in keyed])
+    on_topic = [(c, shared) for (c, _, shared), alike in zip(keyed, same, strict=True) if alike]
     return [(o.memory, n.memory) if o.statement.at < n.statement.at else (n.memory, o.memory)
             for i, (o, ok) in enumerate(on_topic) for n, nk in on_topic[i + 1:]
             if o.memory != n.memory and o.statement.at != n.statement.at and ok & nk]
