@@ -69,6 +69,7 @@ class Member:
     text: str
     on: date  # the member's date: what its relative dates mean
     written: bool = False  # a semantic memory (a text written before), not a turn as it was said
+    chatter: bool = False  # a reader calls it chatter: small talk a merge cites without writing (`member_unsaid`)
 
 
 @dataclass
@@ -292,6 +293,8 @@ def _parsed_sentences(member: Member, common_names: frozenset[str]
     """(speaker, anchored text, content words, values) of each informative sentence of a member. Cached: a run
     parses a cluster's members to find its paraphrase candidates and again to merge them, and the parse (entity
     extraction above all) is most of the plan's time; bounded, so a worker's memory stays flat."""
+    if member.chatter:
+        return ()
     speaker, body = split_speaker(member.text)
     return tuple((speaker, anchored, _content(anchored), concrete_values(anchored))
                  for text in _informative(sentences(body), common_names, speaker)
@@ -484,7 +487,7 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     while True:
         chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said)
         short = {m for c in chunks for m in c.members
-                 if not keeps(c.text, members[m].text, names) and not unsaid(members[m].text, names)}
+                 if not keeps(c.text, members[m].text, names) and not member_unsaid(members[m], names)}
         if not short & {m for c in chunks for m in c.voiced}:
             return [c for c in (replace(c, members=[m for m in c.members if m not in short]) for c in chunks)
                     if c.members]
@@ -505,6 +508,11 @@ def unsaid(text: str, names: frozenset[str]) -> bool:
     """Small talk (`is_chatter`) that says nothing (`text_says_something`): what may be retired with nothing
     written in its place ("Thanks so much!"), by a merge citing it or by archiving."""
     return is_chatter(text, names) and not text_says_something(text, names)
+
+
+def member_unsaid(member: Member, names: frozenset[str]) -> bool:
+    """`unsaid`, or what a reader calls chatter (`Member.chatter`): what a merge may cite without writing it."""
+    return member.chatter or unsaid(member.text, names)
 
 
 def keeps(text: str, member: str, names: frozenset[str] = frozenset()) -> bool:

@@ -36,13 +36,13 @@ from consolidation.domain.merging import (
     joined_length,
     meaning_of,
     member_sentences,
+    member_unsaid,
     merge_cluster,
     paraphrase_candidates,
     plain_openers,
     speakers,
     split_speaker,
     statements,
-    unsaid,
 )
 from consolidation.jobs.safety import canary_baseline, safety_check
 from consolidation.jobs.update_judge import Judge, update_judge
@@ -69,14 +69,16 @@ from consolidation.ledger import (
 from consolidation.models import ConsolidationRun, LedgerEntry, RunKind, RunStatus
 from consolidation.runs import LeaseLost, RunOutcome, run_fence, run_finish, run_in_process, run_policy
 from consolidation.selectors import ClusteringRow, Loaded, clustering_input, clustering_queryset
-from zeromem.core.adapters.embeddings import QueryCacheStats, embed_texts, query_cache_stats
+from zeromem import language
+from zeromem.core.adapters.embeddings import MiniLMEmbedder, QueryCacheStats, embed_texts, query_cache_stats
 from zeromem.core.domain.policy import ClusteringPolicy, Policy, PolicyInvalid
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.core.tasks import memories_parse_on_commit
-from zeromem.language.default import FEATURES_VERSION
+from zeromem.language.content import text_reports
+from zeromem.language.default import FEATURES_VERSION, DefaultReader
 from zeromem.language.facts import facts_ahead, remember
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
 
@@ -112,6 +114,7 @@ class Plan:
     pairs: int = 0
     claim_pairs: int = 0
     parsed: Parsed | None = None  # episodes parsed for the first time, their features for the run to store
+    members: list[Member] = field(default_factory=list)  # each memory as a merge reads it, in the rows' order
 
 
 @dataclass
@@ -146,6 +149,11 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # merges in this run. A flagged pair may still merge: the extractive text keeps both values, and the
     # contradicts relation points the operator at the two statements.
     taken = set(updates.taken)
+    # What the learned head calls chatter is small talk: a merge cites it without writing it, and it is archived
+    # where none does. The head reads MiniLM's vectors only: another embedder's mean nothing to its weights.
+    minilm = MiniLMEmbedder.name == settings.ZEROMEMORY_EMBEDDING_MODEL
+    chatter = _chatter(loaded, taken, common) if minilm and policy.merging.chatter_head else set()
+    plan.members = [_member(row, chatter=i in chatter) for i, row in enumerate(loaded.rows)]
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
     span_days = policy.clustering.max_span_days
     times = [r.said_at.timestamp() for r in loaded.rows]
@@ -158,7 +166,7 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     groups = clustering.capped_union_find(len(loaded.items), [*first, *second], params.max_cluster, times=times,
                                           max_span=max_span)
     links = _links_per_group(groups, [*linked, *second])
-    clusters = {number: _cluster(loaded, group) for number, group in enumerate(groups) if len(group) >= 2}
+    clusters = {number: _cluster(loaded, plan.members, group) for number, group in enumerate(groups) if len(group) >= 2}
     # A capitalised opener the user's memories also write in lower case ("Gorgeous!") is no name a merge keeps
     # small talk for (the update rules above keep judging with the hub names alone).
     common = common | plain_openers(row.content for row in loaded.rows)
@@ -185,10 +193,10 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
     rows = loaded.rows
     used = {i for m in plan.merges for i in _touched(m)} | taken | set(plan.uninformative)
     said = Said()
-    said.add(statements([_member(row) for i, row in enumerate(rows) if i not in used], common))
+    said.add(statements([plan.members[i] for i in range(len(rows)) if i not in used], common))
     out = []
     for merge in plan.merges:
-        members = [_member(rows[i]) for i in merge.members]
+        members = [plan.members[i] for i in merge.members]
         own = statements(members, common)
         if merge.base is None:
             chunks = merge_cluster(members, limit=limit, common_names=common, meaning=meaning,
@@ -200,18 +208,18 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
                               voiced=[merge.members[v] for v in chunks[0].voiced])
         said.add(own)
         out.append(merge)
-    return out + _episodes_unsaid(loaded, [i for i, row in enumerate(rows) if i not in used and not row.is_semantic],
-                                  common, limit)
+    return out + _episodes_unsaid(plan.members, [i for i, row in enumerate(rows) if i not in used
+                                                 and not row.is_semantic], common, limit)
 
 
-def _episodes_unsaid(loaded: Loaded, left: list[int], common: frozenset[str], limit: int) -> list[Merge]:
+def _episodes_unsaid(members: Sequence[Member], left: list[int], common: frozenset[str], limit: int) -> list[Merge]:
     """An episode left as said becomes a semantic memory of what it adds (citing it): its statements without its
     small talk and without what an earlier episode of the user says, where that drops at least 10 characters and
     what is left still says something. Never longer than the episode, even past `limit`."""
     said = Said()
     out = []
     for i in left:
-        member = _member(loaded.rows[i])
+        member = members[i]
         own = statements([member], common)
         chunks = merge_cluster([member], limit=limit, common_names=common,
                                said=said.near(own, redundancy=MERGE_REDUNDANCY))
@@ -236,7 +244,7 @@ def _third_level(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[
     used = {i for m in plan.merges for i in m.members} | taken | set(plan.uninformative)
     # An episode left as said folds like a text of its statements (what a fold writes of it: its small talk
     # gone); unfolded, it stays an episode.
-    episodes = [Merge(base=None, members=[i], text=_statements_text(row, common),
+    episodes = [Merge(base=None, members=[i], text=_statements_text(plan.members[i], common),
                       scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
                 for i, row in enumerate(loaded.rows) if i not in used and not row.is_semantic]
     units += episodes
@@ -252,29 +260,30 @@ def _third_level(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[
         else:
             solo.append(unit)
     for numbers in by_place.values():
-        solo += _fold_session([units[n] for n in numbers], loaded, limit, floor, common, meaning)
+        solo += _fold_session([units[n] for n in numbers], loaded, plan.members, limit, floor, common, meaning)
     unfolded = {id(e) for e in episodes}
     return kept + [m for m in solo if id(m) not in unfolded]
 
 
-def _statements_text(row: ClusteringRow, common: frozenset[str]) -> str:
+def _statements_text(member: Member, common: frozenset[str]) -> str:
     """An episode's informative sentences (a fold writes no more of it), under its speaker."""
-    speaker, body = split_speaker(row.content)[0], " ".join(s.text for s in statements([_member(row)], common))
+    speaker, body = split_speaker(member.text)[0], " ".join(s.text for s in statements([member], common))
     return f"{speaker}: {body}" if speaker and body else body
 
 
-def _fold_session(units: list[Merge], loaded: Loaded, limit: int, floor: float, common: frozenset[str],
-                  meaning: Meaning) -> list[Merge]:
+def _fold_session(units: list[Merge], loaded: Loaded, members: Sequence[Member], limit: int, floor: float,
+                  common: frozenset[str], meaning: Meaning) -> list[Merge]:
     """A session's units folded window by window: at most FOLD_WINDOW of them in the order they were said, so a
     session of any length costs the same per unit (a pair matrix of FOLD_WINDOW², a bounded number of merges)."""
     if len(units) > FOLD_WINDOW:
         units = sorted(units, key=lambda u: min(loaded.rows[i].said for i in u.members))
     return [folded for start in range(0, len(units), FOLD_WINDOW)
-            for folded in _fold_window(units[start:start + FOLD_WINDOW], loaded, limit, floor, common, meaning)]
+            for folded in _fold_window(units[start:start + FOLD_WINDOW], loaded, members, limit, floor, common,
+                                       meaning)]
 
 
-def _fold_window(units: list[Merge], loaded: Loaded, limit: int, floor: float, common: frozenset[str],
-                 meaning: Meaning) -> list[Merge]:
+def _fold_window(units: list[Merge], loaded: Loaded, members: Sequence[Member], limit: int, floor: float,
+                 common: frozenset[str], meaning: Meaning) -> list[Merge]:
     """Strongest pair first, two units fold while their texts written as one fit `limit` and so does their
     members' merged text. A pair of folds that did not fit is not tried again until one of them grows,
     and after FOLD_MISSES such misses the window stops folding: at most len(units) − 1 + FOLD_MISSES merges."""
@@ -295,7 +304,7 @@ def _fold_window(units: list[Merge], loaded: Loaded, limit: int, floor: float, c
         state = (gx, grown[gx], gy, grown[gy]) if gx < gy else (gy, grown[gy], gx, grown[gx])
         if state in missed:
             continue
-        folded = _folded(groups[gx], groups[gy], float(sims[x, y]), loaded, limit, common, meaning)
+        folded = _folded(groups[gx], groups[gy], float(sims[x, y]), loaded, members, limit, common, meaning)
         if folded is None:
             missed.add(state)
             if len(missed) >= FOLD_MISSES:
@@ -307,20 +316,19 @@ def _fold_window(units: list[Merge], loaded: Loaded, limit: int, floor: float, c
     return list(groups.values())
 
 
-def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, limit: int, common: frozenset[str],
-            meaning: Meaning) -> Merge | None:
+def _folded(first: Merge, second: Merge, link: float, loaded: Loaded, members: Sequence[Member], limit: int,
+            common: frozenset[str], meaning: Meaning) -> Merge | None:
     """The two units as one merged text of their members in said order, or None where it does not fit in one
     piece. (Packed to `limit`, a text that does not fit would become two, and a second one too thin to write would
     leave its members cited by the first without a word of theirs.)"""
-    members = sorted([*first.members, *second.members], key=lambda i: loaded.rows[i].said)
-    chunks = merge_cluster([_member(loaded.rows[i]) for i in members], limit=2 * limit, common_names=common,
-                           meaning=meaning)
-    if len(chunks) != 1 or len(chunks[0].text) > limit or len(chunks[0].members) != len(members):
+    order = sorted([*first.members, *second.members], key=lambda i: loaded.rows[i].said)
+    chunks = merge_cluster([members[i] for i in order], limit=2 * limit, common_names=common, meaning=meaning)
+    if len(chunks) != 1 or len(chunks[0].text) > limit or len(chunks[0].members) != len(order):
         return None
     scores = {"min_link": min(first.scores["min_link"], second.scores["min_link"], link),
-              "max_link": max(first.scores["max_link"], second.scores["max_link"]), "size": len(members)}
-    return Merge(base=None, members=members, text=chunks[0].text, scores=scores,
-                 voiced=[members[v] for v in chunks[0].voiced])
+              "max_link": max(first.scores["max_link"], second.scores["max_link"]), "size": len(order)}
+    return Merge(base=None, members=order, text=chunks[0].text, scores=scores,
+                 voiced=[order[v] for v in chunks[0].voiced])
 
 
 def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str], limit: int
@@ -330,7 +338,7 @@ def _condensed_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozens
     day."""
     left = set(range(len(loaded.rows))) - {i for merge in plan.merges for i in merge.members} - taken \
         - set(plan.uninformative)
-    texts = {i: condensed(_member(loaded.rows[i]), limit=limit, common_names=common)
+    texts = {i: condensed(plan.members[i], limit=limit, common_names=common)
              for i in sorted(left) if not loaded.rows[i].is_semantic}
     return [Merge(base=None, members=[i], text=text, scores={"min_link": 0.0, "max_link": 0.0, "size": 1})
             for i, text in texts.items() if text is not None]
@@ -358,7 +366,23 @@ def _small_talk_left(loaded: Loaded, plan: Plan, taken: set[int], common: frozen
     merged = {i for merge in plan.merges for i in merge.members}
     names = common | speakers(row.content for row in loaded.rows)
     return [i for i, row in enumerate(loaded.rows)
-            if i not in merged and i not in taken and not row.is_semantic and unsaid(row.content, names)]
+            if i not in merged and i not in taken and not row.is_semantic and member_unsaid(plan.members[i], names)]
+
+
+def _chatter(loaded: Loaded, taken: set[int], common: frozenset[str]) -> set[int]:
+    """Episodes the learned chatter head calls chatter, past its strict threshold (a statement lost costs more than
+    chatter kept), that state no value and give no account (`text_reports`): pep talk and platitudes ("Keep up the
+    great work!", "Family gives us strength.") that the small-talk grammar reads as statements, their verbs taking
+    a thing."""
+    if loaded.vectors is None:
+        return set()
+    rows = loaded.rows
+    read = [i for i, row in enumerate(rows) if i not in taken and not row.is_semantic and loaded.has_vector[i]]
+    said = [language.Said(rows[i].content, rows[i].said_at, loaded.vectors[i]) for i in read]
+    verdicts = DefaultReader(strict=True).chatter(said)
+    names = common | speakers(row.content for row in rows)
+    return {i for i, chatty in zip(read, verdicts, strict=True)
+            if chatty and not text_reports(rows[i].content, names)}
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
@@ -382,15 +406,16 @@ class _Cluster:
     members: list[Member]
 
 
-def _cluster(loaded: Loaded, group: list[int]) -> _Cluster:
+def _cluster(loaded: Loaded, members: Sequence[Member], group: list[int]) -> _Cluster:
     base = next((i for i in group if loaded.rows[i].is_semantic), None)
     ordered = ([base] if base is not None else []) + [i for i in group if i != base]
-    return _Cluster(base, ordered, [_member(loaded.rows[i]) for i in ordered])
+    return _Cluster(base, ordered, [members[i] for i in ordered])
 
 
-def _member(row: ClusteringRow) -> Member:
-    """A memory as the merge reads it: its text and the day its relative dates count from."""
-    return Member(row.content, row.created_at.date(), written=row.is_semantic)
+def _member(row: ClusteringRow, *, chatter: bool) -> Member:
+    """A memory as the merge reads it: its text, the day its relative dates count from, and whether the reader
+    calls it chatter."""
+    return Member(row.content, row.created_at.date(), written=row.is_semantic, chatter=chatter)
 
 
 def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str], paraphrase_cosine: float

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeromem.language.content import says_something, text_says_something
+from zeromem.language.content import says_something, text_reports, text_says_something
 
 SAYS = [
     "Gina: I love that painting.",  # a verb taking a thing
@@ -36,3 +36,18 @@ def test_small_talk_questions_and_the_speakers_names_say_nothing(text):
 def test_a_name_says_something_unless_it_names_one_of_the_people_talking():
     assert text_says_something("Gina: Jon is so happy!")
     assert not text_says_something("Gina: Jon is so happy!", frozenset({"jon"}))
+
+
+@pytest.mark.parametrize(("text", "reports"), [
+    ("Caroline: They were awestruck and humbled.", True),  # a main verb in the past
+    ("Jolene: Just started learning, but haven't gone yet.", True),  # the subject left out, in the past
+    ("Deborah: My husband and I are trying to be a good family.", True),  # joined with a first-person subject
+    ("Andrew: I've always been awed by birds.", True),
+    ("Gina: I swim on Saturdays.", True),  # a value
+    ("Gina: Keep up the great work, you're doing amazing!", False),  # to the listener, in the present
+    ("Gina: Family is everything, it gives us strength.", False),  # of the world at large
+    ("Gina: Did you go to Paris?", False),  # a question is no account
+    ("Gina: That's so cool, Jon!", False),  # the name of one of the people talking is no value
+])
+def test_an_account_or_a_value_is_what_a_sense_of_chatter_never_overrules(text, reports):
+    assert text_reports(text, frozenset({"gina", "jon"})) is reports

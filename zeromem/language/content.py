@@ -46,6 +46,14 @@ def text_says_something(text: str, names: frozenset[str] = frozenset()) -> bool:
     return any(sentence_says_something(sentence, names) for sentence in said_sentences(text)[1])
 
 
+def text_reports(text: str, names: frozenset[str] = frozenset()) -> bool:
+    """Whether a sentence of the text that is no question carries a value (the people talking aside) or is an
+    account (`SentenceFacts.reports`: a first-person subject, a main verb in the past): what a reader's sense of
+    chatter never overrules."""
+    return any(facts.reports or values_less(facts.values, names)
+               for facts in (facts_of(sentence) for sentence in said_sentences(text)[1]))
+
+
 def sentence_says_something(sentence: str, names: frozenset[str] = frozenset()) -> bool:
     """A sentence (no question) that carries a value or whose verb takes a thing."""
     facts = facts_of(sentence)

@@ -28,6 +28,7 @@ class SentenceFacts:
     names_something: bool  # it has a noun or a name
     mentions: tuple[Mention, ...]  # things named, pronouns standing for a thing, things pointed at, in order
     subject_left_out: bool  # its main verb's subject is left out ("Looks like fun!")
+    reports: bool  # an account: a first-person subject, or a main verb in the past ("They were awestruck.")
 
 
 def facts_of(sentence: str) -> SentenceFacts:
@@ -77,19 +78,42 @@ def _keep(sentence: str, facts: SentenceFacts) -> None:
 
 def facts_json(facts: SentenceFacts) -> list[Any]:
     return [[list(c) for c in facts.values], facts.takes_a_thing, facts.refers_back, facts.names_something,
-            [list(m) for m in facts.mentions], facts.subject_left_out]
+            [list(m) for m in facts.mentions], facts.subject_left_out, facts.reports]
 
 
 def facts_from_json(raw: Sequence[Any]) -> SentenceFacts:
-    values, takes, refers, names, mentions, left_out = raw
+    values, takes, refers, names, mentions, left_out, reports = raw
     return SentenceFacts(tuple((v, bool(name)) for v, name in values), takes, refers, names,
-                         tuple((kind, lemma) for kind, lemma in mentions), left_out)
+                         tuple((kind, lemma) for kind, lemma in mentions), left_out, reports)
 
 
 def facts_from_doc(doc: Any) -> SentenceFacts:
     return SentenceFacts(values=value_candidates(doc), takes_a_thing=takes_a_thing(doc), refers_back=_refers_back(doc),
                          names_something=any(t.pos_ in ("NOUN", "PROPN") for t in doc),
-                         mentions=_mentions(doc), subject_left_out=_subject_left_out(doc))
+                         mentions=_mentions(doc), subject_left_out=_subject_left_out(doc), reports=_reports(doc))
+
+
+# --- accounts ----------------------------------------------------------------------------------------------
+
+def _reports(doc: Any) -> bool:
+    """An account of the speaker or of what happened, by the parse: a subject in the first person, or joined with
+    one ("My husband and I are trying…"), or a main verb in the past ("They were awestruck and humbled.", "Just
+    started learning."). Pep talk and platitudes speak to the listener or of the world at large, in the present
+    ("Keep it up!", "Family is everything."): whatever a reader's sense of chatter, an account is no such talk."""
+    return any(t.dep_ in ("nsubj", "nsubjpass") and any(_first_person(s) for s in (t, *t.conjuncts)) for t in doc) \
+        or any(t.dep_ == "ROOT" and _in_the_past(t) for t in doc)
+
+
+def _first_person(token: Any) -> bool:
+    return "1" in token.morph.get("Person")
+
+
+def _in_the_past(verb: Any) -> bool:
+    """A past form ("started", "was"), or a participle after an auxiliary ("have gone", "were told") or after one
+    in the past ("was going")."""
+    auxiliaries = [c for c in verb.children if c.dep_ in ("aux", "auxpass")]
+    return (verb.tag_ == "VBD" or verb.tag_ == "VBN" and bool(auxiliaries)
+            or any("Past" in c.morph.get("Tense") for c in auxiliaries))
 
 
 # --- taking a thing ----------------------------------------------------------------------------------------

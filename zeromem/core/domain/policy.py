@@ -84,6 +84,10 @@ class MergingPolicy(Section):
         0.85, "Two sentences of one speaker in a cluster, with the same values and a content word in common, say "
         "the same thing (the longer is kept) at this cosine or above (MiniLM: same-fact pairs 0.81–0.95).",
         moved_from="ZEROMEMORY_MERGE_PARAPHRASE_COSINE", ge=0.5, le=1.0)
+    chatter_head: bool = setting(
+        True, "A turn the learned chatter head (zeromem/language/head.py) calls chatter on its stored MiniLM vector, "
+        "past the head's strict threshold, and that states no value is small talk: archived, never merged (pep talk "
+        "and platitudes the small-talk grammar reads as statements). Off: the grammar alone decides.")
 
 
 class UpdatesPolicy(Section):
