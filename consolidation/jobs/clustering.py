@@ -606,8 +606,10 @@ def _query_embeddings(before: QueryCacheStats) -> dict[str, int]:
 
 def _consolidating(plan: Plan) -> list[ClusteringRow]:
     """The memories the plan folds into semantic memories: what must stay findable through them. (Superseded
-    statements leave search on purpose; an operator's canary can still guard one.)"""
-    return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})]
+    statements and the chatter a merge cites without writing it leave search on purpose; an operator's canary can
+    still guard one.)"""
+    return [plan.loaded.rows[i] for i in sorted({i for merge in plan.merges for i in merge.members})
+            if not plan.members[i].chatter]
 
 
 def _archive_uninformative(run: ConsolidationRun, worker: str, tenant_id: int, plan: Plan,
