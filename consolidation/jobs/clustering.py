@@ -77,7 +77,7 @@ from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.policies import policy_for
 from zeromem.core.services import content_hash, search_stats_add
 from zeromem.core.tasks import memories_parse_on_commit
-from zeromem.language.content import text_reports
+from zeromem.language.content import in_an_exchange, text_reports
 from zeromem.language.default import FEATURES_VERSION, DefaultReader
 from zeromem.language.facts import facts_ahead, remember
 from zeromem.models import Memory, MemorySource, MemoryType, Tenant
@@ -381,8 +381,21 @@ def _chatter(loaded: Loaded, taken: set[int], common: frozenset[str]) -> set[int
     said = [language.Said(rows[i].content, rows[i].said_at, loaded.vectors[i]) for i in read]
     verdicts = DefaultReader(strict=True).chatter(said)
     names = common | speakers(row.content for row in rows)
+    exchanged = _in_exchanges(rows)
     return {i for i, chatty in zip(read, verdicts, strict=True)
-            if chatty and not text_reports(rows[i].content, names)}
+            if chatty and i not in exchanged and not text_reports(rows[i].content, names)}
+
+
+def _in_exchanges(rows: Sequence[ClusteringRow]) -> set[int]:
+    """The rows that ask something or follow a row of their session that does (`in_an_exchange`); a row of no
+    session is in none."""
+    sessions: dict[str, list[int]] = defaultdict(list)
+    for n in sorted(range(len(rows)), key=lambda n: rows[n].said):
+        if rows[n].session_id is not None:
+            sessions[rows[n].session_id].append(n)
+    return {n for order in sessions.values() if len(order) > 1
+            for n, exchanged in zip(order, in_an_exchange([rows[n].content for n in order]), strict=True)
+            if exchanged}
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:

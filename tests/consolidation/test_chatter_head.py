@@ -53,3 +53,16 @@ def test_the_head_never_reads_another_embedders_vectors(tenant, three_days_ago, 
     pep_talk, _ = conversation(tenant, three_days_ago)
     clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
     assert not Memory.objects.filter(id__in=pep_talk, state="archived").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_question_and_the_reply_after_it_are_one_exchange_never_chatter(tenant, three_days_ago):
+    reply = "Melanie: Yeah, awesome! So glad to be part of it."  # the head calls it chatter, alone
+    # After a statement the reply is pep talk; after a question it is the answer ("Are you joining…?" "Yeah…").
+    [after_statement] = ingest(tenant, ["Caroline: The choir sang at the town hall.", reply], entities=(),
+                               session="s1", created_at=three_days_ago)[1:]
+    asked, answer = ingest(tenant, ["Caroline: Are you joining the choir concert?", reply], entities=(),
+                           session="s2", created_at=three_days_ago + HOUR)
+    clustering_run_now(tenant_id=tenant.id, user_id="u1", trigger="cli")
+    assert Memory.objects.get(id=after_statement).archive_reason == "uninformative"
+    assert not Memory.objects.filter(id__in=[asked, answer], state="archived").exists()

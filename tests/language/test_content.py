@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeromem.language.content import says_something, text_reports, text_says_something
+from zeromem.language.content import in_an_exchange, says_something, text_reports, text_says_something
 
 SAYS = [
     "Gina: I love that painting.",  # a verb taking a thing
@@ -51,3 +51,9 @@ def test_a_name_says_something_unless_it_names_one_of_the_people_talking():
 ])
 def test_an_account_or_a_value_is_what_a_sense_of_chatter_never_overrules(text, reports):
     assert text_reports(text, frozenset({"gina", "jon"})) is reports
+
+
+def test_a_question_and_the_turn_after_it_are_an_exchange():
+    turns = ["Ana: The pottery class was fun.", "Ben: Nice!", "Ana: Did you glaze the vase? It looked great.",
+             "Ben: Yep, all done.", "Ana: Cool.", "Ben: Sure?!"]
+    assert in_an_exchange(turns) == [False, False, True, True, False, True]

@@ -54,6 +54,14 @@ def text_reports(text: str, names: frozenset[str] = frozenset()) -> bool:
                for facts in (facts_of(sentence) for sentence in said_sentences(text)[1]))
 
 
+def in_an_exchange(turns: Sequence[str]) -> list[bool]:
+    """Per turn of one conversation, in the order said: does it ask something, or follow a turn that does? A question
+    and what follows it are one exchange: "Yeah, awesome! Glad to be part of it." is the answer to "Are you in the
+    festival?", and the question is what the answer is about, however much each sounds like chatter alone."""
+    asks = [any(is_question(s) for s in sentences(split_speaker(turn)[1])) for turn in turns]
+    return [asked or (n > 0 and asks[n - 1]) for n, asked in enumerate(asks)]
+
+
 def sentence_says_something(sentence: str, names: frozenset[str] = frozenset()) -> bool:
     """A sentence (no question) that carries a value or whose verb takes a thing."""
     facts = facts_of(sentence)
