@@ -33,6 +33,7 @@ def reader() -> DefaultReader:
      "My rice ratio is now 2 cups of water for every cup of rice."),
     ("Sweet Basil is my favorite restaurant.", "My favourite restaurant these days is Golden Lotus."),
     ("My pottery class is on Tuesdays.", "My pottery class is on Thursdays now."),  # a named day is a value
+    ("I keep my kayak in the garage.", "I keep my kayak under the porch now."),  # another slot, worded alike
 ])
 def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, newer):
     assert reader.same_attribute([pair(older, newer)]) == [True]
@@ -51,6 +52,8 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
     ("I ran 5 miles yesterday.", "I ran 8 miles this morning."),  # one-off events on their own dates
     ("My sister lives in Lisbon.", "My favourite bakery is in Porto."),  # nothing in common
     ("We watched the film Vertigo at the club.", "As for my favourite film, it's hard to pick just one."),  # "one"
+    # one verb's two slots: where the time goes, and with whom
+    ("Lately I've been spending my time in the workshop to clear my head.", "On weekends I spend time with my cousins."),
 ])
 def test_both_stay_true(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]

@@ -164,7 +164,7 @@ class Reading:
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
 # version are read again.
-FEATURES_VERSION = 7
+FEATURES_VERSION = 8
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -503,8 +503,10 @@ def _antecedent(pronoun: Any) -> Any | None:
 
 
 def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
-    """In a present-tense clause, a noun phrase in a verb's prepositional slot is a value of the verb's object:
-    "I play bass in a jazz trio" → (bass, jazz trio)."""
+    """In a present-tense clause, a noun phrase in a verb's prepositional slot is a value of the verb's object in
+    that slot: "I play bass in a jazz trio" → (bass in, jazz trio). The preposition is part of the attribute: time
+    spent "in the garden" and time spent "with loved ones" are no two values of one thing (two statements worded
+    alike, "I keep my bike in the shed" / "I keep my bike under the stairs", still are: `_said_alike`)."""
     found = []
     for verb in doc:
         present = "Pres" in verb.morph.get("Tense") or "Prog" in verb.morph.get("Aspect")
@@ -515,7 +517,8 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
             for slot in (c for c in prep.children if c.dep_ == "pobj" and _is_thing(c) and c.i not in taken):
                 for obj in objects:
                     value = " ".join(sorted(_attribute(slot).modifiers | {_attribute(slot).head}))
-                    found.append(Fact(_attribute(obj), value, None))
+                    kept = _attribute(obj)
+                    found.append(Fact(Attribute(kept.head, kept.modifiers | {prep.lemma_.lower()}), value, None))
     return tuple(found)
 
 
