@@ -391,8 +391,9 @@ def _in_exchanges(rows: Sequence[ClusteringRow]) -> set[int]:
     session is in none."""
     sessions: dict[str, list[int]] = defaultdict(list)
     for n in sorted(range(len(rows)), key=lambda n: rows[n].said):
-        if rows[n].session_id is not None:
-            sessions[rows[n].session_id].append(n)
+        session = rows[n].session_id
+        if session is not None:
+            sessions[session].append(n)
     return {n for order in sessions.values() if len(order) > 1
             for n, exchanged in zip(order, in_an_exchange([rows[n].content for n in order]), strict=True)
             if exchanged}

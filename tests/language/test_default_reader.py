@@ -53,7 +53,8 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
     ("My sister lives in Lisbon.", "My favourite bakery is in Porto."),  # nothing in common
     ("We watched the film Vertigo at the club.", "As for my favourite film, it's hard to pick just one."),  # "one"
     # one verb's two slots: where the time goes, and with whom
-    ("Lately I've been spending my time in the workshop to clear my head.", "On weekends I spend time with my cousins."),
+    ("Lately I've been spending my time in the workshop to clear my head.",
+     "On weekends I spend time with my cousins."),
 ])
 def test_both_stay_true(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]
