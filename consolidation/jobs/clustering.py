@@ -380,10 +380,12 @@ def _chatter(loaded: Loaded, taken: set[int], common: frozenset[str]) -> set[int
     read = [i for i, row in enumerate(rows) if i not in taken and not row.is_semantic and loaded.has_vector[i]]
     said = [language.Said(rows[i].content, rows[i].said_at, loaded.vectors[i]) for i in read]
     verdicts = DefaultReader(strict=True).chatter(said)
+    chatty = [i for i, verdict in zip(read, verdicts, strict=True) if verdict]
+    if not chatty:  # most runs: no need to read the sessions' exchanges
+        return set()
     names = common | speakers(row.content for row in rows)
     exchanged = _in_exchanges(rows)
-    return {i for i, chatty in zip(read, verdicts, strict=True)
-            if chatty and i not in exchanged and not text_reports(rows[i].content, names)}
+    return {i for i in chatty if i not in exchanged and not text_reports(rows[i].content, names)}
 
 
 def _in_exchanges(rows: Sequence[ClusteringRow]) -> set[int]:

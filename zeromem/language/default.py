@@ -515,10 +515,11 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
         objects = [c for c in verb.children if c.dep_ == "dobj" and _is_thing(c)]
         for prep in (c for c in verb.children if c.dep_ == "prep" and objects and c.i > objects[0].i):
             for slot in (c for c in prep.children if c.dep_ == "pobj" and _is_thing(c) and c.i not in taken):
+                filled = _attribute(slot)
+                value = " ".join(sorted(filled.modifiers | {filled.head}))
                 for obj in objects:
-                    value = " ".join(sorted(_attribute(slot).modifiers | {_attribute(slot).head}))
-                    kept = _attribute(obj)
-                    found.append(Fact(Attribute(kept.head, kept.modifiers | {prep.lemma_.lower()}), value, None))
+                    thing = _attribute(obj)
+                    found.append(Fact(Attribute(thing.head, thing.modifiers | {prep.lemma_.lower()}), value, None))
     return tuple(found)
 
 
