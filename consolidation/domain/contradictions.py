@@ -144,6 +144,15 @@ class Statement:
                    or bool(OPERATION.search(text)) and not first_person,
                    brief=len(tokens) <= BRIEF_TOKENS)
 
+    @classmethod
+    def dated(cls, at: datetime) -> Statement:
+        """A clause's time alone: for a clause a reader judges by its stored parse (`newer_first`), which reads
+        nothing else of the rules' statement."""
+        none: frozenset[str] = frozenset()
+        return cls(at=at, values=none, name_words=none, attribute=none, heads=none, counts=frozenset(), negated=False,
+                   updates=False, maybe_updates=False, abandons=False, adds=False, given_up=none, acquired=none,
+                   running_total=False, first_person=False, reading=False, event=False, brief=False)
+
     @property
     def scalars(self) -> frozenset[str]:
         """Measured values: numbers and weekdays (a changed name may be a new subject instead)."""
@@ -308,16 +317,20 @@ def claims_of(memory: int, text: str, at: datetime, *, role: str, scope: Hashabl
     if role == "assistant":
         return []
     found = []
-    for number, sentence in enumerate(statement_sentences(text)):
-        for clause in _clauses(sentence):
-            if substance(clause) < MIN_CLAIM_SUBSTANCE:  # "Hey Mel, great to chat again!" claims nothing
-                continue
-            statement = _without(Statement.parse(clause, at), common_names)
-            # A statement without a value can still be given up later ("I'm learning the violin").
-            if statement.values or statement.negated or statement.abandons or (
-                    statement.brief and not is_low_signal(clause, common_names)):
-                found.append(Claim(memory, number, clause, scope, session, statement))
+    for number, clause in _substantial_clauses(text):
+        statement = _without(Statement.parse(clause, at), common_names)
+        # A statement without a value can still be given up later ("I'm learning the violin").
+        if statement.values or statement.negated or statement.abandons or (
+                statement.brief and not is_low_signal(clause, common_names)):
+            found.append(Claim(memory, number, clause, scope, session, statement))
     return found
+
+
+def _substantial_clauses(text: str) -> list[tuple[int, str]]:
+    """(sentence, clause) of each clause with substance enough to claim something: "Hey Mel, great to chat again!"
+    claims nothing. Whether it does claim something is up to its parse (`claims_of`)."""
+    return [(number, clause) for number, sentence in enumerate(statement_sentences(text))
+            for clause in _clauses(sentence) if substance(clause) >= MIN_CLAIM_SUBSTANCE]
 
 
 def informative_sentences(text: str) -> list[int]:
@@ -604,10 +617,12 @@ def newer_first(texts: Sequence[str], dates: Sequence[datetime], roles: Sequence
     what it asks about (the reader's `about_asked`; not the assistant's turns) are first ranked again among their
     places by their `scores` with up to `recency` added by how new they are: of two about as relevant, the newer
     answers for now."""
-    claims = [replace(c, memory=n) for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
-              for c in pickle.loads(_pickled_claims(text, at, role))]
+    claims = [c for n, (text, at, role) in enumerate(zip(texts, dates, roles, strict=True))
+              for c in _result_claims(n, text, at, role, features[n] if features is not None else None, reader)]
     links = _restated(claims, reader, features)
-    asks_now = bool(reader is not None and query and reader.asks_now(query))
+    # Only two results of what people said can be reordered by what the question asks: else it is not parsed.
+    said = sum(role != "assistant" for role in roles)
+    asks_now = bool(reader is not None and query and said >= 2 and reader.asks_now(query))
     if reader is not None and query and asks_now:
         links += _answering(claims, reader, query, features)
     newer_of: dict[int, int] = {}
@@ -674,6 +689,27 @@ def _answering_newer_first(order: list[int], texts: Sequence[str], dates: Sequen
                          reverse=True))
     places = set(answering)
     return [next(ranked) if n in places else n for n in order]
+
+
+def _result_claims(n: int, text: str, at: datetime, role: str, stored: Mapping[str, Any] | None,
+                   reader: Reader | None) -> list[Claim]:
+    """The claims of result n. Where the reader's stored parse of this version holds them, they are its clauses, in
+    the text's order: which clauses claim something depends on their text alone, and the reader judges each by its
+    stored reading, reading nothing of the rules' statement but its time. Else the rules' parse (cached)."""
+    if reader is None or stored is None or not features_current(stored, reader):
+        return [replace(c, memory=n) for c in pickle.loads(_pickled_claims(text, at, role))]
+    if role == "assistant":
+        return []
+    kept = stored.get("claims") or {}
+    return [Claim(n, number, clause, None, None, Statement.dated(at))
+            for number, clause in _cached_clauses(text) if clause in kept]
+
+
+@lru_cache(maxsize=20_000)
+def _cached_clauses(text: str) -> tuple[tuple[int, str], ...]:
+    """The same memories come back search after search. Tuples of strings: the garbage collector stops scanning
+    them after one pass, so the cache adds one object an entry to a full collection (`_pickled_claims`)."""
+    return tuple(_substantial_clauses(text))
 
 
 @lru_cache(maxsize=20_000)

@@ -16,6 +16,7 @@ from consolidation.domain.contradictions import (
     claim_verdicts,
     claims_of,
     judge,
+    memory_features,
     newer_first,
     remainder_of,
     updates_of,
@@ -301,6 +302,46 @@ def test_a_cached_parse_orders_as_a_fresh_one():
     again = newer_first(texts, dates, ["user", "user"])  # from the cache
     assert first == again
     assert [o.index for o in again] == [1, 0] and again[1].earlier_than == 1
+
+
+def test_results_with_a_stored_parse_are_ordered_as_parsed_ones_without_the_rules_parse(monkeypatch):
+    """Search reads which clauses claim something from the reader's stored parse: the rules' parse of a result
+    (~0.2 ms a memory the process has not seen) is spared, and the order is the one a fresh parse gives."""
+    from zeromem.language.default import DefaultReader
+
+    reader = DefaultReader()
+    texts = ["Hi! My phone bill is $80 a month. Do you have tips?", "They raised my phone bill to $95.",
+             "Thanks, that helps a lot.", "My phone bill is $95 again, as it was."]
+    dates = [datetime(2024, 1, 1, tzinfo=UTC) + timedelta(days=40 * n) for n in range(len(texts))]
+    roles = ["user", "user", "assistant", "user"]
+    query, scores = "How much is my phone bill?", [0.9, 0.5, 0.45, 0.4]
+    stored = memory_features(texts, roles, reader)
+    parsed = newer_first(texts, dates, roles, reader=reader, query=query, scores=scores, recency=0.2)
+    monkeypatch.setattr(Statement, "parse", classmethod(lambda cls, text, at: pytest.fail(f"parsed {text!r}")))
+    read = newer_first(texts, dates, roles, reader=reader, query=query, features=stored, scores=scores,
+                       recency=0.2)
+    assert read == parsed and [o.index for o in read] != list(range(len(texts)))
+
+
+def test_a_question_is_not_parsed_when_fewer_than_two_results_are_what_people_said():
+    """Only two results of what people said can change places by what a question asks."""
+    from zeromem.language.default import DefaultReader
+
+    class Counting(DefaultReader):
+        asked = 0
+
+        def asks_now(self, question):
+            Counting.asked += 1
+            return super().asks_now(question)
+
+    reader, dates = Counting(), [datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 5, 1, tzinfo=UTC)]
+    texts = ["I have two kayaks.", "You could store the kayaks in the garage."]
+    newer_first(texts, dates, ["user", "assistant"], reader=reader, query="How many kayaks do I own?",
+                scores=[0.9, 0.8], recency=0.2)
+    assert Counting.asked == 0
+    newer_first(texts, dates, ["user", "user"], reader=reader, query="How many kayaks do I own?",
+                scores=[0.9, 0.8], recency=0.2)
+    assert Counting.asked == 1
 
 
 def test_of_results_about_what_a_question_asks_now_the_newer_wins_a_near_tie():

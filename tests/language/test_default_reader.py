@@ -3,12 +3,13 @@ comes from the evaluation data), each pair a pattern the reader must handle, not
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
-from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said, pipeline
-from zeromem.language.default import DefaultReader, Thresholds, asks_now, read
+from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said, default, pipeline
+from zeromem.language.default import DefaultReader, Thresholds, asks_now, read, reading_from_json, reading_json
 
 BASE = datetime(2025, 3, 1, 9, 0)
 
@@ -81,6 +82,21 @@ def test_a_text_is_read_once_and_the_reading_is_reused():
     first = read(["The attic fan runs at 1,200 rpm."])[0]
     assert read(["The attic fan runs at 1,200 rpm."])[0] is first
     assert {f.value for f in first.facts} == {"1200"}
+
+
+def test_a_stored_reading_named_by_many_pairs_is_converted_once(reader, monkeypatch):
+    """Search judges each pair of claims: a claim in many pairs is one stored reading, converted once a call."""
+    texts = ["My phone bill is $80.", "They raised my phone bill to $95.", "My phone bill is $70 now."]
+    fresh = [Said(text, BASE + timedelta(days=40 * n)) for n, text in enumerate(texts)]
+    said = [replace(s, features=reading_json(r)) for s, r in zip(fresh, read(texts), strict=True)]
+    converted = []
+    monkeypatch.setattr(default, "reading_from_json", lambda features: converted.append(features)
+                        or reading_from_json(features))
+
+    def pairs(of):
+        return [(of[0], of[1]), (of[0], of[2]), (of[1], of[2])]
+
+    assert reader.relation(pairs(said)) == reader.relation(pairs(fresh)) and len(converted) == 3
 
 
 def test_index_keys_name_what_a_statement_is_about(reader):

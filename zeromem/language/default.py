@@ -194,8 +194,13 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
 
 
 def read_said(said: Sequence[Said]) -> list[Reading]:
-    """Each statement's stored reading where it has one of this version, else a fresh parse (`read`)."""
-    stored = [reading_from_json(s.features) if s.features else None for s in said]
+    """Each statement's stored reading where it has one of this version, else a fresh parse (`read`). Pairs name a
+    statement many times: each stored reading is converted once a call."""
+    converted: dict[int, Reading | None] = {}
+    for s in said:
+        if s.features and id(s.features) not in converted:
+            converted[id(s.features)] = reading_from_json(s.features)
+    stored = [converted[id(s.features)] if s.features else None for s in said]
     fresh = iter(read([s.text for s, r in zip(said, stored, strict=True) if r is None]))
     return [r if r is not None else next(fresh) for r in stored]
 
