@@ -134,7 +134,8 @@ class Memory(models.Model):
             # Vector and GIN indexes hold active memories only: search defaults to them and every query that
             # needs these indexes says `state = 'raw'` as a literal (a bound parameter could not match the
             # predicate). A row leaving raw then adds no entry to them, the costliest part of a state change
-            # (never a HOT update: state is in index predicates). The tsvector's GIN index is in migration 0005.
+            # (never a HOT update: state is in index predicates). The tsvector's GIN index, with a key
+            # for the user's scope beside it, is in migration 0012 (SQL: the tsvector is outside the model state).
             HnswIndex(name="memory_active_hnsw", fields=["embedding"], m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"], condition=Q(state="raw")),
             GinIndex(name="memory_active_entities_gin", fields=["entities"], condition=Q(state="raw")),

@@ -3,12 +3,14 @@ the queries that need them can use them; a vector stays in its row."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from tests.factories import ingest, ingest_one
 from zeromem.core import selectors
@@ -32,12 +34,12 @@ def _statements_of(call: Callable[[], Any], marker: str) -> list[tuple[str, Any]
     return seen
 
 
-def _plan_without_btrees(sql: str, params: Any, *, bitmap_only: bool = False) -> str:
+def _plan_without_btrees(sql: str, params: Any, *, bitmap_only: bool = False, analyze: bool = False) -> str:
     """The plan of `sql` when a sequential scan is the only other way: the btree indexes are dropped (the test's
     transaction puts them back) and sequential scans are disabled, so a partial index appears in the plan exactly
     when the planner can prove the query's WHERE implies its predicate. `bitmap_only`: plain index scans are off
     too, so the primary key (which stays) is no way either: a full scan of it in id order can look cheaper than the
-    text index to a planner whose statistics an earlier test left small."""
+    text index to a planner whose statistics an earlier test left small. `analyze`: the plan as run, with its rows."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'zeromem_memory' "
                        "AND indexdef LIKE '%%USING btree%%' AND indexname <> 'zeromem_memory_pkey'")
@@ -47,7 +49,7 @@ def _plan_without_btrees(sql: str, params: Any, *, bitmap_only: bool = False) ->
         if bitmap_only:
             cursor.execute("SET LOCAL enable_indexscan = off")
             cursor.execute("SET LOCAL enable_indexonlyscan = off")
-        cursor.execute("EXPLAIN " + sql, params)
+        cursor.execute(("EXPLAIN ANALYZE " if analyze else "EXPLAIN ") + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
@@ -59,7 +61,52 @@ def test_a_search_of_active_memories_can_use_the_partial_vector_and_text_indexes
     (vector_pool,) = _statements_of(search, "ORDER BY (m.embedding <=>")
     (lexical_pool,) = _statements_of(search, "@@")
     assert "memory_active_hnsw" in _plan_without_btrees(*vector_pool)
-    assert "memory_active_search_gin" in _plan_without_btrees(*lexical_pool, bitmap_only=True)
+    assert "memory_active_scope_search_gin" in _plan_without_btrees(*lexical_pool, bitmap_only=True)
+
+
+def _text_index_rows(plan: str) -> float:
+    """The row pointers the lexical pool's scan of the full-text index handed on: the first scan of it in the plan
+    (the pools' CTE is shown first, and the lexical pool first in it)."""
+    scans = re.findall(r"Bitmap Index Scan on memory_active_scope_search_gin .*actual time=\S+ rows=([\d.]+)", plan)
+    return float(scans[0])
+
+
+def test_a_users_lexical_pool_reads_only_that_users_entries_of_the_text_index(tenant, other_tenant):
+    ingest(tenant, "The billing-api timed out.", user="u1", session="s1")
+    ingest(tenant, [f"Billing export {n} timed out." for n in range(3)], user="u2", session="s1")
+    ingest(other_tenant, "The billing-api timed out.", user="u1", session="s1")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
+                     policy=SearchPolicy())
+    (lexical_pool,) = _statements_of(search, "@@")
+    plan = _plan_without_btrees(*lexical_pool, bitmap_only=True, analyze=True)
+    assert _text_index_rows(plan) == 1  # not the other user's three, nor the other tenant's one
+
+
+def test_a_search_naming_no_user_can_still_use_the_text_index(tenant):
+    ingest(tenant, "The billing-api timed out.", user="u1", session="s1")
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id), query="billing timeout",
+                     policy=SearchPolicy())
+    (lexical_pool,) = _statements_of(search, "@@")
+    assert "memory_active_scope_search_gin" in _plan_without_btrees(*lexical_pool, bitmap_only=True)
+
+
+def _text_indexes() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'zeromem_memory' "
+                       "AND indexdef LIKE '%%search_vector%%'")
+        return {name for (name,) in cursor.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scoped_text_index_migrates_back_to_the_text_only_one_and_forward_again():
+    executor = MigrationExecutor(connection)
+    executor.migrate([("zeromem", "0011_memory_insertion_order")])
+    try:
+        assert _text_indexes() == {"memory_active_search_gin"}
+    finally:
+        latest = MigrationExecutor(connection)
+        latest.migrate(latest.loader.graph.leaf_nodes())  # the tests after this one need the current schema
+    assert _text_indexes() == {"memory_active_scope_search_gin"}
 
 
 def test_a_small_users_vector_pool_is_exact_and_never_walks_the_tenants_index(tenant):

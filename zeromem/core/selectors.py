@@ -168,6 +168,19 @@ def query_terms(scope: MemoryFilter, query: str) -> QueryTerms:
     return QueryTerms(list(lexemes), stats)
 
 
+# The scope key that leads the full-text GIN index (migration 0012: GIN indexes no plain column without btree_gin),
+# in the index's own words, so the planner matches it: with it, the index scan reads this user's matches only.
+_SCOPE_KEY = "ARRAY[m.tenant_id::text || ':' || m.user_id::text]"
+
+
+def _scope_key_sql(scope: MemoryFilter) -> tuple[str, list[Any]]:
+    """The scope key's condition, beside the scope's own (which stays, so a small user can still be read through
+    its btree); none for a search that names no user."""
+    if scope.user_id is None:
+        return "", []
+    return f" AND {_SCOPE_KEY} @> ARRAY[%s]", [f"{scope.tenant_id}:{scope.user_id}"]
+
+
 def _or_tsquery(lexemes: Sequence[str]) -> str:
     # Lexemes are already normalised by the search configuration; quote them for a plain tsquery.
     return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
@@ -195,9 +208,10 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
     literal = _vector_text(vector) if vector is not None else None
     pools, params = [], []
     if pooled:
-        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where} AND m.search_vector @@ %s::tsquery
+        keyed, key_params = _scope_key_sql(scope)
+        pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where}{keyed} AND m.search_vector @@ %s::tsquery
                           ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC LIMIT {int(pool)})""")
-        params += [*scope_params, pooled, pooled]
+        params += [*scope_params, *key_params, pooled, pooled]
     if literal:
         # A scope of a few thousand memories is compared exactly (its rows through the btree on the scope, then
         # sorted): "+ 0" keeps the planner off the HNSW index, whose filtered scan would walk the graph through
