@@ -37,7 +37,8 @@ from zeromem.core.domain.entities import extract_entities
 from zeromem.core.domain.text import split_speaker, starts_with_digit, statement_tokens, word_set
 from zeromem.language import CONTRADICTS as CONTRADICTED
 from zeromem.language import REPLACES, Reader, Said
-from zeromem.language.facts import sentence_facts
+from zeromem.language.content import is_question, sentence_says_something
+from zeromem.language.facts import facts_ahead, facts_json, facts_of, sentence_facts
 from zeromem.language.rules_tables.contradictions import (
     ABANDON,
     ACQUIRED,
@@ -73,6 +74,7 @@ BRIEF_TOKENS = 25
 MIN_CLAIM_SUBSTANCE = 3  # "I have 3 cats" has three
 # Not a statement of the user's: markdown tables and headings, code, list bullets of generated text.
 _MARKUP = re.compile(r"[|`{}<>]|^\s*(?:#|\*\*|[-*+] |\d+\. )|\b(?:def|import|return|print)\b\(?")
+_BRACKETED = re.compile(r"\s*\[[^\]]*\]")
 _CLAUSE_BREAK = re.compile(r"\s+[-–—]\s+|;\s+|,\s+(?=(?:and|but|so|while|which|though)\b)")
 _WEEKDAYS = word_set("monday tuesday wednesday thursday friday saturday sunday")
 _DURATIONS = word_set("second minute hour day week month year")
@@ -312,8 +314,45 @@ def statement_sentences(text: str) -> list[str]:
 
 
 def claims_of(memory: int, text: str, at: datetime, *, role: str, scope: Hashable, session: str | None = None,
-              common_names: frozenset[str] = frozenset()) -> list[Claim]:
-    """The clauses of a memory that state a value, parsed; none for the assistant's turns."""
+              common_names: frozenset[str] = frozenset(), rules: bool = False) -> list[Claim]:
+    """The clauses of a memory that say something (`stated_clauses`, by the parse), parsed; none for the
+    assistant's turns. `rules`: the frozen rules reader's claims instead, its word tables deciding (kept for
+    comparison)."""
+    if rules:
+        return _rules_claims(memory, text, at, role=role, scope=scope, session=session, common_names=common_names)
+    return [Claim(memory, number, clause, scope, session, _without(Statement.parse(clause, at), common_names))
+            for number, clause in stated_clauses(text, role, common_names)]
+
+
+def candidate_clauses(text: str, role: str) -> list[tuple[int, str]]:
+    """(sentence number, clause) of what a memory may claim, by format alone: each sentence without its question
+    parts ("I've used it for 6 months now - any tips?" → "I've used it for 6 months now"), markup and code left out,
+    and what brackets set apart (an annotation: "[shares image: a photo of two dogs]" describes a picture, it
+    claims nothing); nothing of the assistant's turns (the assistant echoing "your 4 projects" states nothing new
+    about the user)."""
+    if role == "assistant":
+        return []
+    return [(number, clause) for number, sentence in enumerate(statement_sentences(text))
+            for clause in (_BRACKETED.sub("", p).strip(" ,") for p in _CLAUSE_BREAK.split(sentence))
+            if len(statement_tokens(clause)) >= 3 and not is_question(clause) and not _MARKUP.search(clause)]
+
+
+def stated_clauses(text: str, role: str, names: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """The candidate clauses that say something by the parse (`sentence_says_something`: a value — a number, a name,
+    a date, a frequency…, the people talking aside — or a verb that takes a thing, "I'm learning the violin"): "Hey
+    Mel, great to chat again!" claims nothing. Batch their parse with `facts_ahead` (`clauses_ahead`) where many
+    memories are read."""
+    return [(n, c) for n, c in candidate_clauses(text, role) if sentence_says_something(c, names)]
+
+
+def clauses_ahead(texts: Sequence[str], roles: Sequence[str]) -> None:
+    """Parse in one batch the candidate clauses of these memories that `stated_clauses` will read."""
+    facts_ahead(c for text, role in zip(texts, roles, strict=True) for _, c in candidate_clauses(text, role))
+
+
+def _rules_claims(memory: int, text: str, at: datetime, *, role: str, scope: Hashable, session: str | None,
+                  common_names: frozenset[str]) -> list[Claim]:
+    """The rules reader's claims: clauses with a value by its tables, or brief and not low-signal."""
     if role == "assistant":
         return []
     found = []
@@ -328,7 +367,7 @@ def claims_of(memory: int, text: str, at: datetime, *, role: str, scope: Hashabl
 
 def _substantial_clauses(text: str) -> list[tuple[int, str]]:
     """(sentence, clause) of each clause with substance enough to claim something: "Hey Mel, great to chat again!"
-    claims nothing. Whether it does claim something is up to its parse (`claims_of`)."""
+    claims nothing. Whether it does claim something is up to the rules' parse (`_rules_claims`)."""
     return [(number, clause) for number, sentence in enumerate(statement_sentences(text))
             for clause in _clauses(sentence) if substance(clause) >= MIN_CLAIM_SUBSTANCE]
 
@@ -381,17 +420,17 @@ def claim_pairs(claims: Sequence[Claim], *, max_posting: int = 60) -> list[tuple
             or claims[a].statement.abandons or claims[b].statement.abandons]
 
 
-_EPOCH = datetime(2000, 1, 1)  # claims_of needs a date; a clause's text does not depend on it
-
-
 def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) -> list[dict[str, Any]]:
     """What the reader keeps of each memory's claims and, but for the assistant's turns, of its whole text (what
     search asks `about_asked`), to store with the memory: {"v": the reader's features version, "claims": {clause:
     features}, "text": features} (claims empty for a memory that claims nothing, so it is never parsed again while
     the version holds: `features_current`), and the facts of each of its sentences that merging reads ("sentences":
     `zeromem.language.facts.sentence_facts`). Parsed in one batch."""
-    clauses = [[c.text for c in claims_of(0, text, _EPOCH, role=role, scope=None)]
-               for text, role in zip(texts, roles, strict=True)]
+    said = sentence_facts(texts)
+    clauses_ahead(texts, roles)
+    candidates = [[clause for _, clause in candidate_clauses(text, role)]
+                  for text, role in zip(texts, roles, strict=True)]
+    clauses = [[clause for clause in memory if sentence_says_something(clause)] for memory in candidates]
     whole = [n for n, role in enumerate(roles) if role != "assistant"]
     found = iter(reader.features([c for memory in clauses for c in memory] + [texts[n] for n in whole]))
     version = reader.features_version
@@ -399,8 +438,10 @@ def memory_features(texts: Sequence[str], roles: Sequence[str], reader: Reader) 
                                       for memory in clauses]
     for n in whole:
         features[n]["text"] = next(found)
-    for stored, facts in zip(features, sentence_facts(texts), strict=True):
-        stored["sentences"] = facts
+    for stored, facts, memory in zip(features, said, candidates, strict=True):
+        # A clause cut from a sentence (its question part left out) is read like a sentence: kept too, so that a
+        # nightly run finds the memory's claims (`stated_clauses`) without parsing it again.
+        stored["sentences"] = facts | {c: facts_json(facts_of(c)) for c in memory if c not in facts}
     return features
 
 
@@ -695,26 +736,26 @@ def _result_claims(n: int, text: str, at: datetime, role: str, stored: Mapping[s
                    reader: Reader | None) -> list[Claim]:
     """The claims of result n. Where the reader's stored parse of this version holds them, they are its clauses, in
     the text's order: which clauses claim something depends on their text alone, and the reader judges each by its
-    stored reading, reading nothing of the rules' statement but its time. Else the rules' parse (cached)."""
+    stored reading, reading nothing of the rules' statement but its time. Else parsed now (cached): by the reader's
+    claims, or the rules' where no reader judges."""
     if reader is None or stored is None or not features_current(stored, reader):
-        return [replace(c, memory=n) for c in pickle.loads(_pickled_claims(text, at, role))]
-    if role == "assistant":
-        return []
+        return [replace(c, memory=n) for c in pickle.loads(_pickled_claims(text, at, role, reader is None))]
     kept = stored.get("claims") or {}
     return [Claim(n, number, clause, None, None, Statement.dated(at))
-            for number, clause in _cached_clauses(text) if clause in kept]
+            for number, clause in _cached_clauses(text, role) if clause in kept]
 
 
 @lru_cache(maxsize=20_000)
-def _cached_clauses(text: str) -> tuple[tuple[int, str], ...]:
+def _cached_clauses(text: str, role: str) -> tuple[tuple[int, str], ...]:
     """The same memories come back search after search. Tuples of strings: the garbage collector stops scanning
     them after one pass, so the cache adds one object an entry to a full collection (`_pickled_claims`)."""
-    return tuple(_substantial_clauses(text))
+    return tuple(candidate_clauses(text, role))
 
 
 @lru_cache(maxsize=20_000)
-def _pickled_claims(text: str, at: datetime, role: str) -> bytes:
+def _pickled_claims(text: str, at: datetime, role: str, rules: bool) -> bytes:
     """The same memories come back search after search: each is parsed once per process (~180 µs; unpickling
     costs ~11). Kept pickled, the cache is a few bytes objects the garbage collector skips: as parsed objects
     (~15 a claim) it held ~300,000, and each full collection in a web process paused a search 40-140 ms."""
-    return pickle.dumps(tuple(claims_of(0, text, at, role=role, scope=None)))
+    return pickle.dumps(tuple(claims_of(0, text, at, role=role, scope=None, rules=rules)))
+

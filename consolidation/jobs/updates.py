@@ -27,6 +27,7 @@ from consolidation.domain.contradictions import (
     claim_pairs,
     claim_verdicts,
     claims_of,
+    clauses_ahead,
     features_current,
     memory_features,
     reader_pairs,
@@ -76,7 +77,7 @@ class UpdatePlan:
 def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, policy: UpdatesPolicy) -> UpdatePlan:
     """Claims of the episodes, candidate pairs from their index, verdicts under `policy` (the unsure ones to
     `judge` when an LLM is configured), and what they mean for whole memories."""
-    claims = user_claims(loaded, common)
+    claims = user_claims(loaded, common, rules=policy.reader == "rules")
     verdicts: list[ClaimVerdict]
     if policy.reader == "rules":
         found = claim_pairs(claims)
@@ -159,11 +160,16 @@ def features_store(*, tenant_id: int, parsed: Parsed) -> None:
         memories_features_store(ids=parsed.ids, hashes=parsed.hashes, features=parsed.features)
 
 
-def user_claims(loaded: Loaded, common: frozenset[str]) -> list[Claim]:
-    """The claims of the episodes (semantic memories state what their sources said; their sources are judged)."""
-    return [claim for index, row in enumerate(loaded.rows) if not row.is_semantic
-            for claim in claims_of(index, row.content, row.said_at, role=row.role, scope=loaded.items[index].scope,
-                                   session=row.session_id, common_names=common)]
+def user_claims(loaded: Loaded, common: frozenset[str], *, rules: bool = False) -> list[Claim]:
+    """The claims of the episodes (semantic memories state what their sources said; their sources are judged).
+    `rules`: as the frozen rules reader finds them."""
+    episodes = [n for n, row in enumerate(loaded.rows) if not row.is_semantic]
+    if not rules:
+        clauses_ahead([loaded.rows[n].content for n in episodes], [loaded.rows[n].role for n in episodes])
+    return [claim for index in episodes
+            for claim in claims_of(index, loaded.rows[index].content, loaded.rows[index].said_at,
+                                   role=loaded.rows[index].role, scope=loaded.items[index].scope,
+                                   session=loaded.rows[index].session_id, common_names=common, rules=rules)]
 
 
 def _whole_claim_vectors(loaded: Loaded, claims: Sequence[Claim]) -> list[np.ndarray | None]:

@@ -120,16 +120,39 @@ def test_two_statements_of_one_session_are_never_flagged():
     ("Write me a 300 word story about 3 dragons.", "user"),
     ("I'm thinking of buying 2 more lamps for the hallway.", "user"),
 ])
-def test_questions_markup_requests_plans_and_the_assistant_make_no_claims(text, role):
+def test_questions_markup_requests_plans_and_the_assistant_make_no_rules_claims(text, role):
+    assert claims_of(0, text, T0, role=role, scope="u", rules=True) == []
+
+
+def test_a_claim_is_a_clause_that_says_something_without_its_question_part():
+    text = ("Hi Noor, nice to hear from you! I've been rowing on my erg for 5 months now - any tips on pacing? "
+            "Can you suggest a playlist?")
+    claims = claims_of(0, text, T0, role="user", scope="u", common_names=frozenset({"noor"}))
+    assert [(c.sentence, c.text) for c in claims] == [(1, "I've been rowing on my erg for 5 months now")]
+
+
+@pytest.mark.parametrize("text,role", [
+    ("Congratulations on finishing 4 projects since you started your painting classes!", "assistant"),
+    ("Have I read 5 books this year?", "user"),
+    ("| Month | Books read |\n| March | 5 |", "user"),
+    ("Set `max_retries = 5` in the config.", "user"),
+    ("Oh wow, so cool!", "user"),
+])
+def test_questions_markup_chatter_and_the_assistant_make_no_claims(text, role):
     assert claims_of(0, text, T0, role=role, scope="u") == []
+
+
+def test_what_brackets_set_apart_is_no_claim():
+    text = "Rosa: We took 2 boats out today! [shares image: a photo of 3 kayaks on a lake]"
+    assert [c.text for c in claims_of(0, text, T0, role="user", scope="u")] == ["We took 2 boats out today!"]
 
 
 def test_a_long_turn_retires_only_its_replaced_sentence():
     older = ("Can you help me plan a weekend in Porto? I've visited 14 countries so far. "
              "My sister lives in Lisbon and loves the food there.")
     newer = "Peru was amazing, I've visited 15 countries so far!"
-    claims = (claims_of(0, older, T0, role="user", scope="u", session="a")
-              + claims_of(1, newer, T0 + timedelta(days=90), role="user", scope="u", session="b"))
+    claims = (claims_of(0, older, T0, role="user", scope="u", session="a", rules=True)
+              + claims_of(1, newer, T0 + timedelta(days=90), role="user", scope="u", session="b", rules=True))
     updates = updates_of(claim_verdicts(claims, claim_pairs(claims)), [older, newer])
     assert not updates.superseded and list(updates.retired) == [0]
     [retired] = updates.retired[0]
@@ -141,7 +164,8 @@ def test_a_long_turn_retires_only_its_replaced_sentence():
 def test_a_memory_whose_every_statement_is_replaced_is_superseded_whole():
     texts = ["Thanks! I've visited 14 countries so far.", "I've visited 15 countries so far."]
     claims = [c for n, t in enumerate(texts)
-              for c in claims_of(n, t, T0 + timedelta(days=90 * n), role="user", scope="u", session=str(n))]
+              for c in claims_of(n, t, T0 + timedelta(days=90 * n), role="user", scope="u", session=str(n),
+                                 rules=True)]
     updates = updates_of(claim_verdicts(claims, claim_pairs(claims)), texts)
     assert list(updates.superseded) == [0] and not updates.retired
 

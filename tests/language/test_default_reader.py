@@ -9,7 +9,17 @@ from datetime import datetime, timedelta
 import pytest
 
 from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said, default, pipeline
-from zeromem.language.default import DefaultReader, Thresholds, asks_now, read, reading_from_json, reading_json
+from zeromem.language.default import (
+    COUNT,
+    Attribute,
+    DefaultReader,
+    Fact,
+    Thresholds,
+    asks_now,
+    read,
+    reading_from_json,
+    reading_json,
+)
 
 BASE = datetime(2025, 3, 1, 9, 0)
 
@@ -35,6 +45,9 @@ def reader() -> DefaultReader:
     ("Sweet Basil is my favorite restaurant.", "My favourite restaurant these days is Golden Lotus."),
     ("My pottery class is on Tuesdays.", "My pottery class is on Thursdays now."),  # a named day is a value
     ("I keep my kayak in the garage.", "I keep my kayak under the porch now."),  # another slot, worded alike
+    # a perfect is a running total that holds now, not an action done on its date
+    ("I've read 4 novels this month.", "I've read 7 novels this month."),
+    ("Love my new job.", "Don't love my job anymore."),  # a negation with the subject left out, no bidding
 ])
 def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, newer):
     assert reader.same_attribute([pair(older, newer)]) == [True]
@@ -56,6 +69,15 @@ def test_a_newer_value_of_the_same_attribute_replaces_the_older(reader, older, n
     # one verb's two slots: where the time goes, and with whom
     ("Lately I've been spending my time in the workshop to clear my head.",
      "On weekends I spend time with my cousins."),
+    # no negation that flips: another verb completes the negated one; both negated, the subject left out once;
+    # a remark about the person spoken to ("you" in general)
+    ("I'm going for the promotion!", "I'm not gonna give up on the promotion."),
+    ("Can't picture the house without the garden.", "I really can't picture our house without the garden."),
+    ("We knew the fundraiser made a difference.", "You never know what difference a small donation makes."),
+    # plans, said under a modal
+    ("I think I'll try out Busuu or Lingoda.", "I think I'll try out Babbel and Memrise."),
+    ("I think I'll go with the Brown Butter Sauce, it sounds great!",
+     "I think I'll go with the Classic Vinaigrette, it sounds simple."),
 ])
 def test_both_stay_true(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]
@@ -236,3 +258,94 @@ def test_a_rank_past_a_count_of_its_noun_extends_the_count(reader):
 ])
 def test_a_rank_that_picks_out_or_did_not_change_replaces_nothing(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]
+
+
+@pytest.mark.parametrize("opener", ["By the way", "Speaking of which", "Honestly"])
+def test_how_a_statement_opens_is_not_what_it_is_about(opener):
+    [opened, plain] = read([f"{opener}, my gym membership costs $45 a month.", "My gym membership costs $45 a month."])
+    assert (opened.content, opened.attributes, opened.facts) == (plain.content, plain.attributes, plain.facts)
+
+
+def test_an_opening_that_carries_a_date_stays_part_of_the_statement():
+    [dated] = read(["Last Tuesday, I ran 12 km along the canal."])
+    assert "tuesday" in dated.content or any("tuesday" in f.value for f in dated.facts)
+
+
+def test_an_amount_and_a_name_are_no_two_values_of_one_attribute():
+    care = Attribute("care", frozenset())
+    assert not Fact(care, "4", "dog", kind=COUNT).about_same(Fact(Attribute("care", frozenset({"of"})), "dog", None))
+    assert Fact(care, "4", "dog", kind=COUNT).about_same(Fact(care, "6", "dog", kind=COUNT))
+
+
+def test_a_participle_without_its_auxiliary_is_a_one_off_however_alike_in_meaning(reader):
+    """"last seen 40 s ago" is said of that moment; "I've read 4 novels" (a perfect) holds now."""
+    alike = [1.0] * 384
+    older = Said("Heartbeat missed from worker-3 (search), last seen 120 s ago", BASE, alike)
+    newer = Said("Heartbeat missed from worker-9 (billing), last seen 480 s ago", BASE + timedelta(days=40), alike)
+    assert reader.relation([(older, newer)]) == [KEEPS]
+
+
+@pytest.mark.parametrize(("newer", "relation"), [
+    ("I named him Biscuit, I hope him and Pepper become friends!", KEEPS),  # Pepper still named: not gone
+    ("I named him Biscuit, he is a sweet dog!", REPLACES),
+])
+def test_alike_in_meaning_alone_a_value_the_newer_still_names_is_not_gone(reader, newer, relation):
+    alike = [1.0] * 384
+    assert reader.relation([(Said("I adore Pepper!", BASE, alike),
+                             Said(newer, BASE + timedelta(days=40), alike))]) == [relation]
+
+
+def test_a_word_that_carries_its_number_is_an_amount_a_name_with_a_version_is_a_name():
+    incident = Attribute("incident", frozenset())
+    assert Fact(incident, "2", "severity", kind=COUNT).about_same(Fact(incident, "sev1", None))
+    project = Attribute("project", frozenset())
+    assert Fact(project, "apache 2.0", None).about_same(Fact(project, "mit", None))
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I'm planning a trip to Peru and wondering about hotels.",
+     "I booked my trip three weeks ago with Condor Travel Agency."),  # "a trip" is another trip than mine
+    ("My friend lives in Denver.", "I went to a friends and family sale at Macy's."),
+])
+def test_a_thing_an_indefinite_article_brings_in_has_no_value_of_a_standing_attribute(reader, older, newer):
+    assert reader.relation([pair(older, newer)]) == [KEEPS]
+
+
+def test_an_indefinite_article_leaves_counts_and_definite_attributes_alone(reader):
+    assert reader.relation([pair("I have a collection of 15 stamps.", "I have a collection of 20 stamps now.")]) == [
+        REPLACES]
+    assert reader.relation([pair("My next trip is to Morocco.", "My next trip is to Chile now.")]) == [REPLACES]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("My car is a Honda Civic.", "I drove my car to the garage on Friday last week."),
+    ("My pottery class is on Saturdays.", "I skipped my pottery class on Friday last week."),
+    ("My yoga class is with Priya.", "I started my yoga class on Saturday mornings in the park."),
+])
+def test_the_date_of_a_past_action_is_when_it_happened_not_a_value_of_what_it_was_done_to(reader, older, newer):
+    assert reader.relation([pair(older, newer)]) == [KEEPS]
+    assert reader.relation([pair("My pottery class is on Saturdays.", "My pottery class is on Sundays now.")]) == [
+        REPLACES]
+    assert reader.relation([pair("My yoga class is on Tuesday evenings.",
+                                 "My yoga class is on Saturday mornings now.")]) == [REPLACES]
+
+
+@pytest.mark.parametrize(("older", "newer", "relation"), [
+    ("I already use Notion and Trello.", "I've been using Obsidian for my thesis.", KEEPS),
+    ("I'm planning a trip to Peru.", "My trip is with Condor Travel Agency.", KEEPS),
+    ("I work at Deloitte.", "I work at KPMG now.", REPLACES),  # the one word is all either says
+])
+def test_one_word_in_common_is_wording_alike_only_where_it_is_all_either_says(reader, older, newer, relation):
+    assert reader.relation([pair(older, newer)]) == [relation]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I'm interested in trying Nobu with my sister.", "I'm interested in trying out Vinyasa Yoga."),
+    ("I'm excited to visit my cousin in Lisbon.", "I'm eager to visit my cousin in Porto."),
+])
+def test_a_value_in_a_verb_completing_an_adjective_is_an_attitude_no_fact(reader, older, newer):
+    """"interested in trying", "excited to try": a thing not done yet; the same places said as standing values do
+    replace."""
+    assert reader.relation([pair(older, newer)]) == [KEEPS]
+    assert reader.relation([pair("My go-to dinner spot is Nobu.", "My go-to dinner spot is Zuma these days.")]) == [
+        REPLACES]

@@ -44,6 +44,7 @@ _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 _CLAUSES = frozenset({"relcl", "acl", "xcomp", "advcl"})
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
+_OPENERS = frozenset({"prep", "advcl", "advmod", "intj", "npadvmod"})  # how a sentence may open on its main verb
 _MODIFIERS = frozenset({"compound", "amod", "nmod", "poss"})
 _CLIMB = frozenset({"pobj", "attr", "dobj", "acomp", "npadvmod", "appos", "nummod", "quantmod", "oprd", "conj",
                     "advmod", "pcomp", "prep", "xcomp", "ccomp", "nmod", "compound", "dative"})
@@ -82,13 +83,17 @@ class Fact:
     unit: str | None
     predicate: bool = False  # the attribute is the verb the value fills ("pre-approved for"), not a noun phrase
     kind: str | None = None  # COUNT: a plain cardinal number; RANK: an ordinal, a value of the noun it ranks
+    new: bool = False  # said of a thing the sentence brings in ("a trip to Peru"): no standing attribute
 
     def about_same(self, other: Fact) -> bool:
         """Same attribute, units that do not disagree; a verb's slot only with the very same unit; or the same noun
         counted, tallied or ranked (`counted`), said in two of those ways."""
         if self.shape != other.shape and self.counted & other.counted:
             return (self.shape != RANK and other.shape != RANK) or _extends(self, other)
-        if not self.attribute.matches(other.attribute) or self.predicate != other.predicate:
+        if self.new or other.new:
+            return False
+        if (not self.attribute.matches(other.attribute) or self.predicate != other.predicate
+                or _amount(self.value) != _amount(other.value)):
             return False
         if self.predicate:  # "spent $40 on it" / "spent $500 on groceries": a verb alone names no attribute
             return self.unit is not None and self.unit == other.unit
@@ -127,6 +132,13 @@ def _extends(a: Fact, b: Fact) -> bool:
     return rank.value.isdigit() and count.value.isdigit() and int(rank.value) > int(count.value)
 
 
+def _amount(value: str) -> bool:
+    """An amount: a value that opens with a digit, or one word that carries its number ("4", "sev1"; a format).
+    An amount and a name ("4 doggies" / "care of the doggies"; "Apache 2.0" is a name) are no two values of one
+    attribute."""
+    return value[:1].isdigit() or " " not in value and any(c.isdigit() for c in value)
+
+
 def _stem(noun: str) -> str:
     """A noun without a plural -s, a format rule: the lemmatizer reads a plural count ("27 species" → "specie") and
     the same word as a singular modifier ("my species count" → "species") as two lemmas."""
@@ -146,6 +158,7 @@ class Reading:
     measured: bool  # a reading of a measured quantity at a moment
     event: bool  # a one-off: a past action on its own date, or one the speaker did not do
     past: bool = False  # its main verb is in the simple past, an action done ("I played a nocturne")
+    said: frozenset[str] = frozenset()  # every value it names, whatever it attaches to, but those it leaves behind
 
     @property
     def named(self) -> frozenset[str]:
@@ -164,7 +177,7 @@ class Reading:
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
 # version are read again.
-FEATURES_VERSION = 8
+FEATURES_VERSION = 14
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -172,10 +185,11 @@ def reading_json(reading: Reading) -> dict[str, Any]:
         return [a.head, sorted(a.modifiers)]
 
     return {"v": FEATURES_VERSION,
-            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate, f.kind] for f in reading.facts],
+            "facts": [[attribute(f.attribute), f.value, f.unit, f.predicate, f.kind, f.new] for f in reading.facts],
             "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
             "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
-            "measured": reading.measured, "event": reading.event, "past": reading.past}
+            "measured": reading.measured, "event": reading.event, "past": reading.past,
+            "said": sorted(reading.said)}
 
 
 def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
@@ -186,11 +200,12 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
     def attribute(raw: list[Any]) -> Attribute:
         return Attribute(raw[0], frozenset(raw[1]))
 
-    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate, kind) for a, value, unit, predicate, kind
-                               in stored["facts"]),
+    return Reading(facts=tuple(Fact(attribute(a), value, unit, predicate, kind, new)
+                               for a, value, unit, predicate, kind, new in stored["facts"]),
                    attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
                    negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
-                   measured=stored["measured"], event=stored["event"], past=stored["past"])
+                   measured=stored["measured"], event=stored["event"], past=stored["past"],
+                   said=frozenset(stored["said"]))
 
 
 def read_said(said: Sequence[Said]) -> list[Reading]:
@@ -228,25 +243,70 @@ def _remember(text: str, reading: Reading) -> None:
 
 def reading_of(doc: Any) -> Reading:
     values = _value_tokens(doc)
-    facts = tuple(fact for token, value in values if (fact := _fact(token, value, doc)) is not None)
+    facts = tuple(fact for token, value in values
+                  if not _hedged(token) and (fact := _fact(token, value, doc)) is not None)
     facts += _slot_facts(doc, {t.i for t, _ in values})
-    attributes = tuple(_attribute(chunk.root) for chunk in doc.noun_chunks if _is_thing(chunk.root))
+    aside = _opening_aside(doc, values)
+    attributes = tuple(_attribute(chunk.root) for chunk in doc.noun_chunks
+                       if _is_thing(chunk.root) and chunk.root.i not in aside)
     speaker = any(_first_person(t) and t.dep_ in ("nsubj", "nsubjpass", "poss") for t in doc)
     finite = any(t.pos_ in ("VERB", "AUX") and "Fin" in t.morph.get("VerbForm") for t in doc)
-    past_action = any(t.dep_ == "ROOT" and t.pos_ == "VERB" and "Past" in t.morph.get("Tense") for t in doc)
+    # A perfect ("I've watched 4 films in the last 3 months": a participle with its auxiliary) is a running total
+    # that holds now, no action done; a participle alone ("last seen 365 s ago") is one.
+    past_action = any(t.dep_ == "ROOT" and t.pos_ == "VERB" and "Past" in t.morph.get("Tense")
+                      and not ("Part" in t.morph.get("VerbForm") and any(c.dep_ == "aux" for c in t.children))
+                      for t in doc)
     # A past action on a date of its own ("on June 2", "yesterday") happened then; a span ("for 6 months") is none.
     anchored = any(e.label_ in ("DATE", "TIME") and not (e.root.dep_ == "pobj" and e.root.head.lemma_ in _SPANS)
                    for e in doc.ents)
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
     in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
-    content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values and not t.like_num)
-    # A negation of the statement itself: on its main verb, which has a subject (not an imperative: "Don't quit!").
-    negated = root is not None and any(c.dep_ == "neg" for c in root.children) and any(
-        c.dep_ in ("nsubj", "nsubjpass") for c in root.children)
+    content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values | aside
+                        and not t.like_num)
+    # A negation of the statement itself: on its main verb, in a statement of the speaker's (`_declared`).
+    negated = root is not None and any(c.dep_ == "neg" for c in root.children) and _declared(root)
     return Reading(facts=facts, attributes=attributes, content=content, negated=negated,
-                   predicate=root.lemma_.lower() if root is not None else "", speaker=speaker,
+                   predicate=_predicate(root) if root is not None else "", speaker=speaker,
                    measured=bool(values) and not speaker and not finite,
-                   event=past_action and (anchored or not speaker), past=_simple_past(root))
+                   event=past_action and (anchored or not speaker), past=_simple_past(root),
+                   said=frozenset(value for _, value in values))
+
+
+def _declared(root: Any) -> bool:
+    """A statement of what is, not of the person spoken to ("You never know …") nor a bidding ("Don't quit!"): a
+    subject other than the listener, or, the subject left out as chat does ("Can't imagine life without them"), a
+    modal or tensed auxiliary, which an imperative lacks."""
+    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None)
+    if subject is not None:
+        return not _second_person(subject)
+    return any(c.dep_ == "aux" and (c.tag_ == "MD" or "Fin" in c.morph.get("VerbForm")) for c in root.children)
+
+
+def _predicate(root: Any) -> str:
+    """The main verb with the verbs that complete it: "I'm not gonna give up on my dreams" does not deny "I'm going
+    for my dreams", what is done is "go give", not "go"."""
+    verbs = [root]
+    while (more := next((c for c in verbs[-1].children if c.dep_ == "xcomp" and c.pos_ == "VERB"), None)) is not None:
+        verbs.append(more)
+    return " ".join(v.lemma_.lower() for v in verbs)
+
+
+def _opening_aside(doc: Any, values: list[tuple[Any, str]]) -> set[int]:
+    """The tokens of what opens a sentence ahead of its subject, set off by a comma, and modifies the main verb
+    without carrying a value ("By the way, …", "Speaking of which, …", "Honestly, …"): it says how the speaker
+    goes on, not what the statement is about. "Last week, …" carries a date and stays."""
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    subject = next((c for c in root.children if c.dep_ in _SUBJECTS), None) if root is not None else None
+    if root is None or subject is None:
+        return set()
+    carrying = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e}
+    aside: set[int] = set()
+    for child in (c for c in root.lefts if c.i < subject.i and c.dep_ in _OPENERS):
+        span = {t.i for t in child.subtree}
+        after = doc[max(span) + 1] if max(span) + 1 < len(doc) else None
+        if after is not None and after.text == "," and not span & carrying:
+            aside |= span
+    return aside
 
 
 def _simple_past(root: Any) -> bool:
@@ -258,6 +318,31 @@ def _simple_past(root: Any) -> bool:
 
 def _first_person(token: Any) -> bool:
     return token.pos_ == "PRON" and "1" in token.morph.get("Person")
+
+
+def _hedged(token: Any) -> bool:
+    """Said under a modal ("I think I'll try the fajitas", "we might move to Leeds"): a plan or a possibility, no
+    value that holds. The modal is a part of speech (MD), not a word list."""
+    modal = any(c.dep_ == "aux" and c.tag_ == "MD" for t in (token, *token.ancestors) for c in t.children)
+    return modal or _wished(token)
+
+
+def _wished(token: Any) -> bool:
+    """Said in a verb without tense that completes an adjective ("I'm interested in trying Nobu", "excited to try it
+    with lime"): an attitude toward a thing not done, no value that holds. The adjective is a part of speech and
+    the verb's form is morphology, no word list."""
+    for verb in token.ancestors:
+        if "Fin" in verb.morph.get("VerbForm"):
+            return False
+        if verb.pos_ == "VERB" and verb.dep_ in ("xcomp", "pcomp"):
+            governor = verb.head if verb.dep_ == "xcomp" else verb.head.head
+            if governor.pos_ == "ADJ":
+                return True
+    return False
+
+
+def _second_person(token: Any) -> bool:
+    return token.pos_ == "PRON" and "2" in token.morph.get("Person")
 
 
 def _is_thing(token: Any) -> bool:
@@ -294,10 +379,9 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
     """(the token a value hangs from, the value's normal form): amounts, dated days, names."""
     found: list[tuple[Any, str]] = []
     covered: set[int] = set()
-    done = _simple_past(next((t for t in doc if t.dep_ == "ROOT"), None))
     for ent in doc.ents:
         dated_day = ent.label_ == "DATE" and (any(c.like_num for c in ent) or any(
-            c.pos_ == "PROPN" for c in ent) and not (done and _when(ent.root)))  # "the 14th", "Friday"
+            c.pos_ == "PROPN" for c in ent) and not _happened_then(ent.root))  # "the 14th", "Friday"
         # A name is a proper noun or written as one: the tagger also calls chat's "kinda" a person.
         named = ent.label_ in _NAMED and not _addressed(ent) and any(
             c.pos_ == "PROPN" or c.text[:1].isupper() for c in ent)
@@ -306,6 +390,8 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
             value = " ".join(map(_number, numbers)) if numbers and ent.label_ in _AMOUNTS else _phrase(ent)
             if not _left_behind(ent.root):
                 found.append((_anchor(ent, numbers), value))
+            covered.update(t.i for t in ent)
+        elif ent.label_ == "DATE":  # the time of an action: none of its words a name either ("on Wednesday")
             covered.update(t.i for t in ent)
     found += [(t, _number(t)) for t in doc
               if (t.like_num or _NUMERIC.match(t.text)) and t.i not in covered and not _glued(t)
@@ -330,6 +416,20 @@ def _untagged_names(doc: Any, covered: set[int]) -> list[tuple[Any, str]]:
         if not any(t.i in covered for t in name) and not _left_behind(token):
             found.append((token, " ".join(t.lemma_.lower() for t in name)))
     return found
+
+
+def _happened_then(token: Any) -> bool:
+    """A date that says when a past action happened ("I dropped my phone on Wednesday", "I ended up dropping my
+    phone on Wednesday last week", "… on Saturday mornings"): the action's time, no value of what it was done to.
+    The tense is that of the date's own verb, or of the finite verb a verb without tense completes."""
+    while token.dep_ == "compound" and token.head.i != token.i:
+        token = token.head
+    if not _when(token):
+        return False
+    verb = token.head if token.dep_ == "npadvmod" else token.head.head
+    while verb.dep_ in ("xcomp", "pcomp") and "Fin" not in verb.morph.get("VerbForm") and verb.head.i != verb.i:
+        verb = verb.head
+    return verb.pos_ == "VERB" and "Past" in verb.morph.get("Tense") and "Fin" in verb.morph.get("VerbForm")
 
 
 def _when(token: Any) -> bool:
@@ -465,11 +565,11 @@ def _attached(token: Any, value: str, doc: Any) -> Fact | None:
         if parent.pos_ == "ADP":
             preposition = parent.lemma_.lower()
         elif _is_thing(parent) and parent.ent_type_ not in _NAMED:
-            return Fact(_attribute(parent), value, unit)
+            return Fact(_attribute(parent), value, unit, new=unit is None and _introduced(parent))
         elif parent.pos_ in ("VERB", "AUX"):
             described = _described(parent, node)
             if described is not None:
-                return Fact(_attribute(described), value, unit)
+                return Fact(_attribute(described), value, unit, new=unit is None and _introduced(described))
             if parent.pos_ == "AUX":  # "that's tough, Jon": a copula says nothing of what the value is about
                 return None
             if parent.dep_ != "xcomp":  # "upgraded Postgres to version 17": the value's verb serves another
@@ -477,6 +577,28 @@ def _attached(token: Any, value: str, doc: Any) -> Fact | None:
                             predicate=True)
         node = parent
     return None
+
+
+def _introduced(noun: Any) -> bool:
+    """A noun phrase under an indefinite article, or hanging from one ("a trip to Peru", "a degree in marine
+    biology", "a friend's café"), brings a new thing into the talk: what it says of that thing is no value of an
+    attribute the speaker had before ("a trip to Chile" is another trip, not Peru replaced). The article is grammar
+    (the tagger's Definite=Ind), not a word list. A count ("a collection of 15 stamps" / "… 20 stamps") still counts
+    what it counts: the caller asks this of values without a unit."""
+    node = noun
+    while True:
+        if any(_indefinite(c) or c.dep_ == "poss" and any(_indefinite(d) for d in c.children) for c in node.children):
+            return True
+        if node.dep_ == "pobj" and node.head.pos_ == "ADP" and _is_thing(node.head.head):
+            node = node.head.head
+        elif node.dep_ == "compound" and _is_thing(node.head):
+            node = node.head
+        else:
+            return False
+
+
+def _indefinite(token: Any) -> bool:
+    return token.dep_ == "det" and "Ind" in token.morph.get("Definite")
 
 
 def _copula_subject(token: Any) -> bool:
@@ -515,7 +637,7 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
     found = []
     for verb in doc:
         present = "Pres" in verb.morph.get("Tense") or "Prog" in verb.morph.get("Aspect")
-        if verb.pos_ != "VERB" or verb.dep_ != "ROOT" or not present:
+        if verb.pos_ != "VERB" or verb.dep_ != "ROOT" or not present or _hedged(verb):
             continue
         objects = [c for c in verb.children if c.dep_ == "dobj" and _is_thing(c)]
         for prep in (c for c in verb.children if c.dep_ == "prep" and objects and c.i > objects[0].i):
@@ -607,7 +729,12 @@ def _said_alike(a: Reading, b: Reading, threshold: float) -> bool:
     units_a, units_b = {f.unit for f in a.facts} - {None}, {f.unit for f in b.facts} - {None}
     if units_a and units_b and not units_a & units_b:
         return False
-    return len(a.content & b.content) / len(a.content | b.content) >= threshold
+    shared = a.content & b.content
+    # One word in common is wording alike only where it is all either says ("I work at Deloitte" / "I work at KPMG
+    # now"), not beside words of their own ("I'm planning a trip to Peru" / "My trip is with Condor Travel").
+    if len(shared) < 2 and a.content != b.content:
+        return False
+    return len(shared) / len(a.content | b.content) >= threshold
 
 
 def same_attribute(a: Reading, b: Reading, *, similarity: float | None = None, policy: Thresholds | None = None
@@ -637,12 +764,20 @@ def changed(a: Reading, b: Reading, *, similarity: float | None = None, policy: 
     """A value on a shared attribute the newer one no longer states, or a negation that flips on one."""
     policy = policy or Thresholds()
     pairs = shared_facts(a, b)
-    if not pairs and (_said_alike(a, b, policy.alike) or _meant_alike(a, b, similarity, policy.similar)):
+    still: frozenset[str] = frozenset()
+    if not pairs and _said_alike(a, b, policy.alike):
         pairs = [(x, y) for x in a.facts for y in b.facts]
+    elif not pairs and _meant_alike(a, b, similarity, policy.similar):
+        pairs = [(x, y) for x in a.facts for y in b.facts]
+        # Alike in meaning alone, with no fact or wording shared, a value the newer statement still names, whatever
+        # it attaches to there, is not taken as gone ("I love Toby" / "I named him Buddy, I hope him and Toby become
+        # buddies"); one it moves off is ("moved CI off GitHub Actions"). The price: "Luis moved away, so I switched
+        # to a teacher named Beth" replaces "My teacher is Luis" only where the facts meet.
+        still = b.said
     if pairs:
         older = {x.value for x, _ in pairs}
         newer = {y.value for _, y in pairs}
-        return bool(older - newer) and bool(newer - older)
+        return bool(older - newer - still) and bool(newer - older)
     return _flipped(a, b, policy.alike)
 
 
