@@ -32,7 +32,8 @@ def test_the_worker_stores_the_parse_of_each_claim_once(tenant):
     assert services.memories_parse_pending(memory_ids=[claim, chatter]) == 2
     assert services.memories_parse_pending(memory_ids=[claim, chatter]) == 0  # once in its life
     features = stored(claim)["claims"]["My phone bill is $80."]
-    assert features["v"] == FEATURES_VERSION and features["facts"] == [[["bill", ["phone"]], "80", None, False, None, False]]
+    assert features["v"] == FEATURES_VERSION
+    assert features["facts"] == [[["bill", ["phone"]], "80", None, False, None, False]]
     assert stored(claim)["text"]["attributes"] == [["bill", ["phone"]]]  # the whole text, for search
     assert stored(chatter)["claims"] == {}  # parsed: no claim to keep, never parsed again
     assert stored(chatter)["text"]["v"] == FEATURES_VERSION
