@@ -106,6 +106,13 @@ def test_a_text_is_read_once_and_the_reading_is_reused():
     assert {f.value for f in first.facts} == {"1200"}
 
 
+def test_a_call_with_more_texts_than_the_cache_holds_reads_them_all(monkeypatch):
+    monkeypatch.setattr(default, "_CACHE_SIZE", 2)
+    texts = [f"My locker number is {n}." for n in range(101, 106)]
+    readings = read(texts)
+    assert [r.facts[0].value for r in readings] == [str(n) for n in range(101, 106)]
+
+
 def test_a_stored_reading_named_by_many_pairs_is_converted_once(reader, monkeypatch):
     """Search judges each pair of claims: a claim in many pairs is one stored reading, converted once a call."""
     texts = ["My phone bill is $80.", "They raised my phone bill to $95.", "My phone bill is $70 now."]

@@ -221,14 +221,18 @@ def read_said(said: Sequence[Said]) -> list[Reading]:
 
 
 def read(texts: Sequence[str]) -> list[Reading]:
-    """Each text read once (spaCy in batches); the same texts come back search after search."""
-    missing = [t for t in dict.fromkeys(texts) if t not in _CACHE]
+    """Each text read once (spaCy in batches); the same texts come back search after search. The answer comes from
+    this call's own readings, not the bounded cache: a call with more texts than the cache holds (a first run
+    after an upgrade, every stored parse stale) would find its first readings already dropped."""
+    found = {t: _CACHE[t] for t in dict.fromkeys(texts) if t in _CACHE}
+    missing = [t for t in dict.fromkeys(texts) if t not in found]
     if missing:
         from zeromem.language.pipeline import nlp
 
         for text, doc in zip(missing, nlp().pipe(missing, batch_size=64), strict=True):
-            _remember(text, reading_of(doc))
-    return [_CACHE[t] for t in texts]
+            found[text] = reading_of(doc)
+            _remember(text, found[text])
+    return [found[t] for t in texts]
 
 
 _CACHE: dict[str, Reading] = {}
