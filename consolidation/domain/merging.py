@@ -146,11 +146,12 @@ def _named(sentence: str, speaker: str, common_names: frozenset[str]) -> frozens
     talking: "That's so cool, Deb!" of Deborah) — a name by the parse, so a date or a count stays even where the
     store also writes the word capitalised ("Tomorrow…", "Two…") — unless the sentence opens with it ("Garlic is my
     go-to ingredient.": a word the store also writes in lower case is common too, yet here it is what the sentence
-    is about)."""
+    is about; "Garlic's my go-to ingredient.": the value is the opening word, however the verb is joined to it)."""
     candidates = facts_of(sentence).values
     values = values_less(candidates, _names(speaker))
-    opener = normalised(sentence).split(" ", 1)[0]
-    return values_less(candidates, _names(speaker) | common_names) | (values & {opener})
+    opening = normalised(sentence)
+    return values_less(candidates, _names(speaker) | common_names) | {
+        value for value in values if re.match(rf"{re.escape(value)}(?!\w)", opening)}
 
 
 def _names(speaker: str) -> frozenset[str]:

@@ -441,6 +441,17 @@ def test_a_sentence_with_a_value_is_not_dropped_for_one_that_lacks_it():
     assert "Garlic is my go-to ingredient." in merge_cluster(members, limit=350, redundancy=0.2)[0].text
 
 
+def test_a_sentence_opening_with_its_value_keeps_it_however_the_verb_is_joined():
+    """A word the store also writes in lower case is common, yet a sentence that opens with it is about it: "Coffee's
+    the best." keeps its value (the parse's) as "Garlic is my go-to ingredient." does, the verb's contraction
+    notwithstanding."""
+    for said, word in (("Coffee's the best.", "coffee"), ("Pottery's the best.", "pottery")):
+        members = [Member(f"Audrey: Morning! {said} I roast my own beans at home every weekend.", MAY_8),
+                   Member("Audrey: I roast beans from Ethiopia in a small drum roaster on the balcony.", MAY_8)]
+        text = " ".join(c.text for c in merge_cluster(members, limit=350, common_names=frozenset({word})))
+        assert said in text, (said, text)
+
+
 def test_members_of_a_thin_text_that_states_something_stay_out_of_the_merge():
     members = [Member("Mel: We hiked the ridge trail above the lake for six hours in the rain. The summit view over "
                       "the valley and the glacier was unreal. We camped by the river and cooked noodles on the stove. "
