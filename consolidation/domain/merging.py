@@ -268,13 +268,34 @@ def _anchor_ago(match: re.Match[str], on: date) -> str:
     return str(on.year - amount)
 
 
+# A weekday said relative to the day it was said on ("last Friday", "next Tues"): the names come from the calendar,
+# in full and abbreviated, so no word list is written here.
+_WEEKDAYS = {name.lower(): name for name in calendar.day_name} | {
+    short.lower(): name for short, name in zip(calendar.day_abbr, calendar.day_name, strict=True)}
+WEEKDAY = re.compile(rf"\b(last|next) ({'|'.join(sorted(_WEEKDAYS, key=len, reverse=True))})\b(?! \()", re.I)
+
+
+def _anchor_weekday(match: re.Match[str], on: date) -> str:
+    """"last Friday" said on 5 February 2023 → "the Friday before 5 February 2023": the day it points at, in words
+    as plain as the speaker's (said on a Saturday, "last Friday" may be the day before or a week earlier)."""
+    side = "before" if match.group(1).lower() == "last" else "after"
+    return f"the {_WEEKDAYS[match.group(2).lower()]} {side} {_day(on)}"
+
+
 def anchor_dates(sentence: str, on: date) -> str:
-    """Append the absolute date after each relative expression: "last year" → "last year (2022)". One counted from
-    another date ("the day before yesterday", "the week after next month") is left as it was: anchoring the word
-    it counts from would write a wrong date."""
+    """Append the absolute date after each relative expression: "last year" → "last year (2022)", "last Friday" →
+    "last Friday (the Friday before 5 February 2023)". One counted from another date ("the day before yesterday",
+    "the week after next month") is left as it was: anchoring the word it counts from would write a wrong date."""
     sentence = AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
+    sentence = WEEKDAY.sub(lambda m: m.group(0) if _counted_from(m) else
+                           f"{m.group(0)} ({_anchor_weekday(m, on)})", sentence)
     return RELATIVE.sub(lambda m: m.group(0) if _counted_from(m) else
                         f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+
+
+def _says_relative_date(text: str) -> bool:
+    """Whether the text says a date relative to when it was said (what `anchor_dates` anchors)."""
+    return any(pattern.search(text) for pattern in (AGO, RELATIVE, WEEKDAY))
 
 
 def _counted_from(match: re.Match[str]) -> bool:
@@ -644,7 +665,7 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
     text = chunks[0].text
     if _written_substance(text) <= MIN_SUBSTANCE:  # "It's great for self-care." is left as it was said
         return None
-    anchored = bool(AGO.search(member.text) or RELATIVE.search(member.text))
+    anchored = _says_relative_date(member.text)
     return text if anchored or len(member.text) - len(text) >= min_saving else None
 
 

@@ -131,6 +131,13 @@ def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_
     ("I ran a charity race last weekend.", "I ran a charity race last weekend (the weekend before 8 May 2023)."),
     ("Already anchored yesterday (7 May 2023).", "Already anchored yesterday (7 May 2023)."),
     ("I got it the day before yesterday.", "I got it the day before yesterday."),  # counted from another date
+    ("The vet saw him last Thursday.", "The vet saw him last Thursday (the Thursday before 8 May 2023)."),
+    ("My tire went flat last Tue on the highway.",
+     "My tire went flat last Tue (the Tuesday before 8 May 2023) on the highway."),
+    ("The exam is next Wednesday.", "The exam is next Wednesday (the Wednesday after 8 May 2023)."),
+    ("It is due the day after next Monday.", "It is due the day after next Monday."),  # counted from another date
+    ("I rest on Sundays and last weekend too.",
+     "I rest on Sundays and last weekend (the weekend before 8 May 2023) too."),  # no weekday said relative
 ])
 def test_relative_dates_are_anchored_to_the_members_date(sentence, anchored):
     assert anchor_dates(sentence, MAY_8) == anchored
@@ -296,6 +303,12 @@ def test_sentences_of_other_speakers_or_without_a_shared_word_are_never_compared
                Member("Sam: The garden party was lovely and relaxed.", MAY_8),
                Member("Maya: We grilled vegetables until sunset.", MAY_8)]
     assert paraphrase_candidates(members) == set()
+
+
+def test_a_lone_episode_that_says_a_weekday_relative_to_its_day_is_written_with_it_anchored():
+    """Nothing to trim, yet a date to anchor: "last Thursday" said on 8 May 2023 says when only beside that date."""
+    text = condensed(Member("Mel: My sister ran her first marathon in Boston last Thursday.", MAY_8), limit=350)
+    assert text == "Mel: My sister ran her first marathon in Boston last Thursday (the Thursday before 8 May 2023)."
 
 
 def test_a_lone_episode_is_condensed_to_its_statements_with_dates_anchored():

@@ -102,6 +102,19 @@ def test_a_value_written_inside_a_word_is_stated_by_a_memory_keeping_it_verbatim
 
 
 @pytest.mark.django_db
+def test_a_value_ending_in_an_abbreviation_point_is_stated_by_a_memory_anchoring_it(tenant, now):
+    """"last Wed." is the words "last wed": the point ends the sentence, and a merge writing the date it stands for
+    after it ("last Wed (the Wednesday before …).") still says it."""
+    run = ingest(tenant, "Mel: I felt unwell, so I made an appointment with a doctor last Wed.", embed=False,
+                 created_at=now - DAY)
+    assert statements_of("Mel: I felt unwell, so I made an appointment with a doctor last Wed.")[0][1] == {"last wed"}
+    merged(tenant, "Mel: I felt unwell, so I made an appointment with a doctor last Wed (the Wednesday before 8 May "
+                   "2023).", run, now=now)
+
+    assert lost(tenant.id) == []
+
+
+@pytest.mark.django_db
 def test_a_value_kept_without_its_sentence_is_still_lost(tenant, sources, now):
     swim, _, _ = sources
     merged(tenant, "Mel: Twice a week is a lot.", [swim], now=now)
