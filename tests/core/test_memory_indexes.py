@@ -82,6 +82,17 @@ def test_a_users_lexical_pool_reads_only_that_users_entries_of_the_text_index(te
     assert _text_index_rows(plan) == 1  # not the other user's three, nor the other tenant's one
 
 
+def test_memories_tied_at_the_edge_of_the_lexical_pool_enter_it_by_id_whatever_order_they_were_stored_in(tenant):
+    """The full-text pool takes the best `pool` matches; among matches ranked alike, the lowest ids, so the same
+    store gives the same results whatever order its rows lie in (PostgreSQL returns ties in scan order). Without
+    vectors stored, a search's candidates are the lexical pool alone."""
+    codes = [f"{letter}{letter}x" for letter in "abcdefghijklmn"]  # one word each, the same length: ranked alike
+    ids = ingest(tenant, [f"Billing export {code} timed out." for code in codes], embed=False, user="u1")
+    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
+                           top_k=50, policy=SearchPolicy(pool=10))
+    assert sorted(h.memory.id for h in hits) == sorted(ids)[:10]
+
+
 def test_a_search_naming_no_user_can_still_use_the_text_index(tenant):
     ingest(tenant, "The billing-api timed out.", user="u1", session="s1")
     search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id), query="billing timeout",
