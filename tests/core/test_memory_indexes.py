@@ -16,6 +16,7 @@ from tests.factories import ingest, ingest_one
 from zeromem.core import selectors
 from zeromem.core.domain.policy import SearchPolicy
 from zeromem.core.selectors import MemoryFilter, memories_search
+from zeromem.models import Memory
 
 pytestmark = pytest.mark.usefixtures("hash_embedder")
 
@@ -82,15 +83,18 @@ def test_a_users_lexical_pool_reads_only_that_users_entries_of_the_text_index(te
     assert _text_index_rows(plan) == 1  # not the other user's three, nor the other tenant's one
 
 
-def test_memories_tied_at_the_edge_of_the_lexical_pool_enter_it_by_id_whatever_order_they_were_stored_in(tenant):
-    """The full-text pool takes the best `pool` matches; among matches ranked alike, the lowest ids, so the same
-    store gives the same results whatever order its rows lie in (PostgreSQL returns ties in scan order). Without
-    vectors stored, a search's candidates are the lexical pool alone."""
+def test_memories_tied_at_the_edge_of_the_lexical_pool_enter_it_newest_first_whatever_order_they_lie_in(tenant):
+    """The full-text pool takes the best `pool` matches; among matches ranked alike, the newest (by date, then by the
+    order they were written in), so the same store gives the same results whatever order its rows lie in
+    (PostgreSQL returns ties in scan order, and an update moves a row). Without vectors stored, a search's
+    candidates are the lexical pool alone."""
     codes = [f"{letter}{letter}x" for letter in "abcdefghijklmn"]  # one word each, the same length: ranked alike
     ids = ingest(tenant, [f"Billing export {code} timed out." for code in codes], embed=False, user="u1")
-    hits = memories_search(scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
-                           top_k=50, policy=SearchPolicy(pool=10))
-    assert sorted(h.memory.id for h in hits) == sorted(ids)[:10]
+    search = partial(memories_search, scope=MemoryFilter(tenant_id=tenant.id, user_id="u1"), query="billing timeout",
+                     top_k=50, policy=SearchPolicy(pool=10))
+    assert {h.memory.id for h in search()} == set(ids[-10:])
+    Memory.objects.filter(id__in=ids[:7]).update(importance=0.9)  # the oldest rows move to the end of the table
+    assert {h.memory.id for h in search()} == set(ids[-10:])
 
 
 def test_a_search_naming_no_user_can_still_use_the_text_index(tenant):

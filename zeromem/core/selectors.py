@@ -194,7 +194,7 @@ _RANK_FIELDS = [Memory._meta.get_field(name) for name in ("id", "role", "content
 
 def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | None, pool: int,
                  fields: Sequence[Any], carry: Carry | None = None) -> list[tuple[Any, ...]]:
-    """One statement: the lexical pool (an OR full-text query; ts_rank only picks it, the lowest ids among matches
+    """One statement: the lexical pool (an OR full-text query; ts_rank only picks it, the newest first among matches
     ranked alike, so one store gives one pool whatever order its rows lie in), the vector pool (HNSW,
     settings per connection: zeromem.settings) and, for each memory in either, its `fields` (the id first),
     whether it has a vector, its cosine to the query, its length and the query lexemes' counts in it. Each pool
@@ -211,7 +211,8 @@ def _pooled_rows(scope: MemoryFilter, terms: QueryTerms, vector: list[float] | N
     if pooled:
         keyed, key_params = _scope_key_sql(scope)
         pools.append(f"""(SELECT m.id FROM zeromem_memory m WHERE {where}{keyed} AND m.search_vector @@ %s::tsquery
-                          ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC, m.id LIMIT {int(pool)})""")
+                          ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC, m.created_at DESC,
+                                   m.insertion_order DESC LIMIT {int(pool)})""")
         params += [*scope_params, *key_params, pooled, pooled]
     if literal:
         # A scope of a few thousand memories is compared exactly (its rows through the btree on the scope, then
