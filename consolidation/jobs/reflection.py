@@ -222,8 +222,9 @@ def call_drafts(insights: Sequence[Insight], fallback: Sequence[Digest], passage
 @dataclass(frozen=True)
 class Plan:
     """What one call's result becomes: the items filed per entity, the condensed passages, for each item the
-    passage that already carries it, else the semantic memory it cites that already says it (both None: the item
-    gets an insight memory of its own), and the episodes no passage can say (`said_alone`): they stay active, read."""
+    passage that already carries it, else the memory it cites that already says it and stays active (both None:
+    the item gets an insight memory of its own), and the episodes no passage can say (`said_alone`): they stay
+    active, read."""
 
     filed: list[Filed]
     passages: PassagePlan
@@ -249,9 +250,10 @@ def call_plan(scope: ReflectionScope, batch: Batch, reflection: Reflection, *, m
     passages = passages_plan(scope, batch.rows, memory_vectors([r.id for r in batch.rows]), policy=policy,
                              neighbours=neighbours, foreseen=foreseen)
     carriers = [_carrier(f, passages.passages) for f in filed]
+    alone = said_alone(batch.rows, passages.passages)
     return Plan(filed, passages, carriers,
-                [None if c is not None else _stated_in(f, batch) for f, c in zip(filed, carriers, strict=True)],
-                kept.summary, said_alone(batch.rows, passages.passages))
+                [None if c is not None else _stated_in(f, batch, alone) for f, c in zip(filed, carriers, strict=True)],
+                kept.summary, alone)
 
 
 # An item says nothing new next to a text holding this share of its content words.
@@ -267,12 +269,14 @@ def _carrier(filed: Filed, passages: Sequence[Passage]) -> int | None:
     return next((i for i in ranked if len(words & stems(passages[i].text)) >= CARRIED_SHARE * len(words)), None)
 
 
-def _stated_in(filed: Filed, batch: Batch) -> uuid.UUID | None:
-    """The semantic memory among the item's sources that already says what it says (a merged memory the item
-    restates): it stays active, so the item needs no memory of its own."""
+def _stated_in(filed: Filed, batch: Batch, alone: frozenset[uuid.UUID]) -> uuid.UUID | None:
+    """The memory among the item's sources that already says what it says and stays active: a merged memory the
+    item restates, or an episode no passage can say (`alone`: `said_alone`, left active as it was said). The item
+    then needs no memory of its own: the profile points at that memory, and the store does not say it twice."""
     words = stems(filed.insight.statement)
     return next((r.id for r in batch.picked(filed.insight.sources)
-                 if r.is_semantic and len(words & stems(r.content)) >= CARRIED_SHARE * len(words)), None)
+                 if (r.is_semantic or r.id in alone) and len(words & stems(r.content)) >= CARRIED_SHARE * len(words)),
+                None)
 
 
 def _write_call(*, run: ConsolidationRun, worker: str, scope: ReflectionScope, batch: Batch, result: CallResult,

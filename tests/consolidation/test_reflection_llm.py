@@ -227,3 +227,23 @@ def test_an_item_restating_a_merged_memory_it_cites_gets_no_memory_of_its_own(te
     assert item["memory_ids"] == [str(merged.id)] and str(merged.id) in item["source_ids"]
     merged.refresh_from_db()
     assert merged.state == "raw" and merged.reflected_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_item_restating_an_episode_that_stays_active_gets_no_memory_of_its_own(tenant, fake_llm):
+    """A turn no passage can say (it leans on another: "it") stays active as it was said; an item restating it
+    points the profile at it rather than saying it a second time."""
+    leaning = "Alice: Thanks! I framed it and hung it in the hallway next to the lighthouse painting."
+    memories = ingest_entity(tenant, n=10, texts=[leaning, *ALICE[:9]])
+    statement = "Alice framed it and hung it in the hallway next to the lighthouse painting"
+    reply = {"items": [{"category": "behavior", "subject": "alice", "statement": statement, "confidence": 0.9,
+                        "source_ids": [1]}], "summary": "Alice."}
+    fake_llm.script = [Reply(json.dumps(reply))]
+    run = reflect_entity(tenant)
+    assert run.status == "succeeded" and run.result["insights"] == [statement]
+    assert not Memory.objects.filter(tenant=tenant, tags__contains=["insight"]).exists()
+    episode = Memory.objects.get(id=memories[0].id)
+    assert episode.state == "raw" and episode.reflected_at is not None
+    profile = MemoryProfile.objects.get(entity_id="alice")
+    [item] = [i for i in profile.preferences + profile.behaviors + profile.facts if i["statement"] == statement]
+    assert item["memory_ids"] == [str(episode.id)]
