@@ -25,7 +25,7 @@ import calendar
 import math
 import re
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from functools import lru_cache
@@ -287,10 +287,13 @@ def anchor_dates(sentence: str, on: date) -> str:
     "last Friday (the Friday before 5 February 2023)". One counted from another date ("the day before yesterday",
     "the week after next month") is left as it was: anchoring the word it counts from would write a wrong date."""
     sentence = AGO.sub(lambda m: f"{m.group(0)} ({_anchor_ago(m, on)})", sentence)
-    sentence = WEEKDAY.sub(lambda m: m.group(0) if _counted_from(m) else
-                           f"{m.group(0)} ({_anchor_weekday(m, on)})", sentence)
-    return RELATIVE.sub(lambda m: m.group(0) if _counted_from(m) else
-                        f"{m.group(0)} ({_anchor_relative(m.group(0), on)})", sentence)
+    sentence = _anchored(WEEKDAY, sentence, lambda m: _anchor_weekday(m, on))
+    return _anchored(RELATIVE, sentence, lambda m: _anchor_relative(m.group(0), on))
+
+
+def _anchored(pattern: re.Pattern[str], sentence: str, anchor: Callable[[re.Match[str]], str]) -> str:
+    """Each match of `pattern` with its `anchor` after it, but one counted from another date (`_counted_from`)."""
+    return pattern.sub(lambda m: m.group(0) if _counted_from(m) else f"{m.group(0)} ({anchor(m)})", sentence)
 
 
 def _says_relative_date(text: str) -> bool:

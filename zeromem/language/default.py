@@ -224,8 +224,9 @@ def read(texts: Sequence[str]) -> list[Reading]:
     """Each text read once (spaCy in batches); the same texts come back search after search. The answer comes from
     this call's own readings, not the bounded cache: a call with more texts than the cache holds (a first run
     after an upgrade, every stored parse stale) would find its first readings already dropped."""
-    found = {t: _CACHE[t] for t in dict.fromkeys(texts) if t in _CACHE}
-    missing = [t for t in dict.fromkeys(texts) if t not in found]
+    unique = dict.fromkeys(texts)
+    found = {t: _CACHE[t] for t in unique if t in _CACHE}
+    missing = [t for t in unique if t not in found]
     if missing:
         from zeromem.language.pipeline import nlp
 
