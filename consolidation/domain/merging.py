@@ -70,6 +70,9 @@ class Member:
     on: date  # the member's date: what its relative dates mean
     written: bool = False  # a semantic memory (a text written before), not a turn as it was said
     chatter: bool = False  # a reader calls it chatter: small talk a merge cites without writing (`member_unsaid`)
+    # A reply to a question (`closing_question` of the turn before it, "Speaker: question"): a text writing the reply
+    # opens it with the question, so "Unemployment was the reason behind it." says what it is the reason for.
+    asked: str | None = None
 
 
 @dataclass
@@ -504,13 +507,15 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
     facts_ahead(member_sentences(members))
     found = _sentences_of(members, common_names)
     names = common_names | {normalised(s.speaker) for s in found if s.speaker}
-    found, apart = _standing_alone(found, members, names)
+    found, apart, quoted = _standing_alone(found, members, names)
     # A member is cited (and so retired) only by a text that keeps what it said (`keeps`), or when it is small talk
     # that says nothing (`unsaid`, what clustering would archive anyway); one a text keeps too little of stays out of
     # the merge, as it was said. The cluster is then merged again without it (a sentence of another member may have
     # been dropped as said by one of its own).
+    asked = {n: member.asked for n, member in enumerate(members) if member.asked}
     while True:
-        chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said)
+        chunks = _written(found, apart, len(members), names, limit, hard_limit, redundancy, lossless, meaning, said,
+                          asked, quoted)
         short = {m for c in chunks for m in c.members
                  if not keeps(c.text, members[m].text, names) and not member_unsaid(members[m], names)}
         if not short & {m for c in chunks for m in c.voiced}:
@@ -555,11 +560,13 @@ def keeps(text: str, member: str, names: frozenset[str] = frozenset()) -> bool:
 
 
 def _written(found: list[_Sentence], apart: set[int], count: int, names: frozenset[str], limit: int,
-             hard_limit: int, redundancy: float, lossless: bool, meaning: Meaning, said: Sequence[_Sentence]
-             ) -> list[Chunk]:
+             hard_limit: int, redundancy: float, lossless: bool, meaning: Meaning, said: Sequence[_Sentence],
+             asked: Mapping[int, str], quoted: Collection[int]) -> list[Chunk]:
     """The texts of the `count` members' sentences (`found`) but those of the members kept `apart`, each citing the
-    members it stands for: those whose sentences it writes, and those that said nothing new."""
+    members it stands for: those whose sentences it writes, and those that said nothing new. A member's first
+    written sentence opens with the question it answers (`asked`; `quoted`: whatever the answer names)."""
     kept = _collapse([s for s in found if s.member not in apart], redundancy, lossless, meaning, said)
+    kept = _with_questions(kept, asked, quoted)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
     chunks = _pack(kept, limit, hard_limit)
@@ -582,27 +589,70 @@ def _written(found: list[_Sentence], apart: set[int], count: int, names: frozens
     return chunks
 
 
+def closing_question(turn: str) -> str | None:
+    """The question a turn closes with, under its speaker ("John: What inspired you to go on the hike?"), when it
+    names something (not "How about you?"): what the other speaker's next turn answers. A picture shared after it
+    aside; None for a turn that closes otherwise, or has no speaker."""
+    speaker, body = split_speaker(turn)
+    said = [part for part in sentences(body) if not _PICTURE.match(part)]
+    if not speaker or not said or not _QUESTION.search(said[-1]) or not facts_of(said[-1]).names_something:
+        return None
+    return f"{speaker}: {said[-1]}"
+
+
+def _with_questions(kept: list[_Sentence], asked: Mapping[int, str], quoted: Collection[int] = ()
+                    ) -> list[_Sentence]:
+    """`kept` with each asking member's first sentence opened by the question it answers, in brackets: one sentence
+    with it, so no later merge cuts them apart. Only where the answer names none of the things the question asks
+    about ("How was the event?" — "I met some investors."; not "What's your favourite part of the studio?" — "I
+    love running my own studio.") or leans on it (`quoted`), and the question is not written already (its
+    asker's turn is in the text)."""
+    written = {s.text for s in kept}
+    first: dict[int, int] = {}
+    said: dict[int, set[str]] = defaultdict(set)
+    for n, sentence in enumerate(kept):
+        first.setdefault(sentence.member, n)
+        said[sentence.member] |= sentence.words
+    out = list(kept)
+    for member, n in first.items():
+        question = asked.get(member)
+        if question is not None and split_speaker(question)[1] not in written \
+                and (member in quoted or not _asks_about(split_speaker(question)[1]) & said[member]):
+            out[n] = replace(kept[n], text=f"({question}) {kept[n].text}")
+    return out
+
+
+def _asks_about(question: str) -> set[str]:
+    """The things a question names (by the parse), in the forms a sentence's `words` take."""
+    return {word for kind, lemma in facts_of(question).mentions if kind == "thing" for word in words(lemma)}
+
+
 def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: frozenset[str]
-                    ) -> tuple[list[_Sentence], set[int]]:
-    """What a merge may write of each member's sentences, and the members it may not merge. A sentence that leans
-    on another turn (`leans_outside`: "Looks like fun!", "I bet they look adorable!") would, in a merged text,
-    point at whatever came before it there: one that says nothing (a reaction) is left out of the text, its member
-    still cited; one that says something ("He's a German Shepherd." answering "What breed is Toby?") keeps its
-    turn out of the merge, as it was said. A text written before (a semantic memory the cluster joins) is merged
-    as it is."""
+                    ) -> tuple[list[_Sentence], set[int], set[int]]:
+    """What a merge may write of each member's sentences, the members it may not merge, and those it writes after
+    the question they answer. A sentence that leans on another turn (`leans_outside`: "Looks like fun!", "I bet
+    they look adorable!") would, in a merged text, point at whatever came before it there: one that says nothing (a
+    reaction) is left out of the text, its member still cited; one that says something ("He's a German Shepherd."
+    answering "What breed is Toby?") keeps its turn out of the merge, as it was said, unless the text can open it
+    with the question it answers (`Member.asked`). A text written before (a semantic memory the cluster joins) is
+    merged as it is."""
     by_member: dict[int, list[_Sentence]] = defaultdict(list)
     for sentence in found:
         by_member[sentence.member].append(sentence)
     dropped: set[int] = set()
     answers: set[int] = set()
+    quoted: set[int] = set()
     for member, own in by_member.items():
         if members[member].written:
             continue
-        leaning, as_said = left_out([s.text for s in own], names)
-        if as_said:
+        leaning, saying = left_out([s.text for s in own], names)
+        if saying and members[member].asked:
+            quoted.add(member)
+            leaning = [n for n in leaning if n not in saying]
+        elif saying:
             answers.add(member)
         dropped |= {id(own[n]) for n in leaning}
-    return [s for s in found if id(s) not in dropped], answers
+    return [s for s in found if id(s) not in dropped], answers, quoted
 
 
 def speakers(texts: Iterable[str]) -> frozenset[str]:

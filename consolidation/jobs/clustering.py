@@ -10,6 +10,7 @@ chunk before it is written. A crashed run leaves whole chunks written and resume
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from consolidation.domain.merging import (
     Meaning,
     Member,
     Said,
+    closing_question,
     condensed,
     condensed_enough,
     joined_length,
@@ -153,7 +155,8 @@ def clustering_plan(*, tenant: Tenant, user_id: str, now: datetime, force: bool,
     # where none does. The head reads MiniLM's vectors only: another embedder's mean nothing to its weights.
     minilm = MiniLMEmbedder.name == settings.ZEROMEMORY_EMBEDDING_MODEL
     chatter = _chatter(loaded, taken, common) if minilm and policy.merging.chatter_head else set()
-    plan.members = [_member(row, chatter=i in chatter) for i, row in enumerate(loaded.rows)]
+    asked = _questions_answered(loaded.rows)
+    plan.members = [_member(row, chatter=i in chatter, asked=asked.get(i)) for i, row in enumerate(loaded.rows)]
     linked = [p for p in pairs if p.a not in taken and p.b not in taken]
     span_days = policy.clustering.max_span_days
     times = [r.said_at.timestamp() for r in loaded.rows]
@@ -428,10 +431,28 @@ def _cluster(loaded: Loaded, members: Sequence[Member], group: list[int]) -> _Cl
     return _Cluster(base, ordered, [members[i] for i in ordered])
 
 
-def _member(row: ClusteringRow, *, chatter: bool) -> Member:
-    """A memory as the merge reads it: its text, the day its relative dates count from, and whether the reader
-    calls it chatter."""
-    return Member(row.content, row.created_at.date(), written=row.is_semantic, chatter=chatter)
+def _member(row: ClusteringRow, *, chatter: bool, asked: str | None) -> Member:
+    """A memory as the merge reads it: its text, the day its relative dates count from, whether the reader
+    calls it chatter, and (a reply) the question it answers."""
+    return Member(row.content, row.created_at.date(), written=row.is_semantic, chatter=chatter, asked=asked)
+
+
+def _questions_answered(rows: Sequence[ClusteringRow]) -> dict[int, str]:
+    """The episodes that answer a question, by row index, with it: the turn said just before them in their session,
+    by another speaker, closes with it (`closing_question`)."""
+    sessions: dict[str, list[int]] = defaultdict(list)
+    for n in sorted(range(len(rows)), key=lambda n: rows[n].said):
+        session = rows[n].session_id
+        if session is not None and not rows[n].is_semantic:
+            sessions[session].append(n)
+    out = {}
+    for order in sessions.values():
+        for before, after in itertools.pairwise(order):
+            asker, answer = split_speaker(rows[before].content)[0], split_speaker(rows[after].content)[0]
+            question = closing_question(rows[before].content) if answer and asker != answer else None
+            if question is not None:
+                out[after] = question
+    return out
 
 
 def _sentence_meaning(clusters: Sequence[Sequence[Member]], common: frozenset[str], paraphrase_cosine: float

@@ -127,9 +127,9 @@ def _retirement(older: int, retired: list[Retired], text: str, names: frozenset[
     gone = {r.sentence for r in retired}
     said = statement_sentences(text)
     left = [n for n in range(len(said)) if n not in gone]
-    leaning, as_said = left_out([said[n] for n in left], names)
+    leaning, saying = left_out([said[n] for n in left], names)
     remainder = remainder_of(text, gone | {left[n] for n in leaning})
-    if as_said or not text_says_something(remainder, names):
+    if saying or not text_says_something(remainder, names):
         return None
     return Retirement(older, retired, remainder)
 

@@ -13,6 +13,7 @@ from consolidation.domain.merging import (
     Member,
     Said,
     anchor_dates,
+    closing_question,
     concrete_values,
     condensed,
     fold_into,
@@ -525,6 +526,54 @@ def test_a_member_pointing_at_what_another_turn_named_stays_out_of_the_merge(ans
                Member("Noor: The shed now holds all my tools and the new lawn mower.", MAY_8)]
     [chunk] = merge_cluster(members, limit=350)
     assert "gentle" not in chunk.text and sorted(chunk.members) == [0, 2]
+
+
+def test_a_reply_to_a_question_is_written_after_it_in_brackets_one_sentence_with_its_first():
+    """"Unemployment in our community was the reason behind it." says what it is the reason for only after the
+    question it answers: the text opens the reply with it, bracketed into the reply's first sentence, so no later
+    merge of the text cuts the two apart."""
+    asked = closing_question("Maria: That's really great of you. What sparked your decision to start the food drive?")
+    members = [Member("John: Thanks, Maria. Unemployment in our community was the reason behind it.", MAY_8,
+                      asked=asked),
+               Member("John: We've been overwhelmed by the response and the volunteers at the food drive.", MAY_8)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert chunk.text.startswith("John: (Maria: What sparked your decision to start the food drive?) Unemployment in "
+                                 "our community was the reason behind it.")
+    assert sentences(split_speaker(chunk.text)[1])[0].endswith("the reason behind it.")
+    assert sorted(chunk.members) == [0, 1]
+
+
+def test_a_reply_standing_for_what_the_question_named_is_merged_after_it_not_kept_apart():
+    """"He's a German Shepherd." says something and leans on the turn before it: without that turn's question it stays
+    out of the merge, as it was said; with it, the text writes it after the question."""
+    answer = "Noor: He's a German Shepherd. He guards the shed and naps under the lawn mower."
+    shed = Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8)
+    alone = merge_cluster([shed, Member(answer, MAY_8)], limit=350)
+    assert [c.members for c in alone] == [[0]] and "Shepherd" not in alone[0].text
+    [chunk] = merge_cluster([shed, Member(answer, MAY_8, asked="Sam: What breed is Toby?")], limit=350)
+    assert "(Sam: What breed is Toby?) He's a German Shepherd." in chunk.text and chunk.members == [0, 1]
+
+
+@pytest.mark.parametrize("turn,question", [
+    ("Maria: Yeah! What inspired you to go on the hike? [shares image: a photo of a trail]",
+     "Maria: What inspired you to go on the hike?"),
+    ("Maria: What inspired you to go on the hike? I loved the photos.", None),  # it closes with no question
+    ("Maria: That's great! How about you?", None),  # it names nothing
+    ("What inspired you to go on the hike?", None),  # no speaker: no exchange to read
+])
+def test_the_question_a_turn_closes_with_is_what_the_next_turn_answers(turn, question):
+    assert closing_question(turn) == question
+
+
+def test_a_question_the_text_writes_already_is_not_quoted_again():
+    """Turns of one scope (an agent's user and assistant under one entity) may merge with the question itself."""
+    question = "Sam: Which trail did you hike on Sunday?"
+    members = [Member("Sam: I walked the dog around the lake on Sunday morning. Which trail did you hike on Sunday?",
+                      MAY_8),
+               Member("Noor: The ridge trail above the lake, six hours in the rain with my neighbour.", MAY_8,
+                      asked=question)]
+    [chunk] = merge_cluster(members, limit=350)
+    assert chunk.text.count("Which trail did you hike on Sunday?") == 1
 
 
 def test_a_member_saying_something_with_a_pronoun_inside_its_sentence_stays_out_of_the_merge():

@@ -35,3 +35,13 @@ from zeromem.language.reference import leans_outside
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning
+
+
+@pytest.mark.parametrize(("turn", "leaning"), [
+    (["Aww John, bummer about that."], [True]),  # the one spoken to is no thing "that" stands for
+    (["Aww John, bummer about that.", "No doubt it's been tough."], [True, True]),
+    (["John told me about the trip.", "It sounds great."], [False, False]),  # a thing named besides the name
+])
+def test_the_people_talking_are_no_antecedent(turn, leaning):
+    assert leans_outside(turn, frozenset({"john", "maria"})) == leaning
+    assert leans_outside(["Aww John, bummer about that."]) == [False]  # not told who talks, a name is a thing
