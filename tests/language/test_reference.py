@@ -22,6 +22,9 @@ from zeromem.language.reference import leans_outside
     (["I found a hiking spot by the lake.", "That spot is great."], [False, False]),
     (["We hike there this weekend."], [False]),  # "this" before a time points at the calendar
     (["Must have been amazing!"], [True]),  # the copula's subject left out
+    (["Must have taken a lot of work."], [True]),  # a modal's perfect: what the speaker supposes "it" took
+    (["Can't wait to see the studio!"], [False]),  # a modal alone: the speaker's own elided "I"
+    (["I must have taken a wrong turn."], [False]),
     (["Pepper and Miso!", "They love fresh carrots."], [False, True]),  # names called out are no argument
     (["I'm sure they'll love the cake."], [True]),  # an adjective is nothing a pronoun stands for
     (["Not only does it help me stay calm, it keeps me fit."], [True]),  # no predicate: "it" is a thing

@@ -204,10 +204,17 @@ def _demonstrative(pronoun: Any) -> bool:
 
 
 def _subject_left_out(doc: Any) -> bool:
-    """The main verb has no subject, and is in the third person present ("looks", "is") or is the copula ("Must
-    have been amazing"): it is the "it" or "that" of what was said before."""
-    return any(t.dep_ == "ROOT" and (t.tag_ == "VBZ" or t.lemma_ == "be" and t.pos_ == "AUX")
+    """The main verb has no subject, and is in the third person present ("looks", "is"), the copula ("Must have
+    been amazing") or a modal's perfect ("Must have taken a lot of work."): it is the "it" or "that" of what was
+    said before. (A modal alone is the speaker's own elided "I": "Can't wait to see it!")"""
+    return any(t.dep_ == "ROOT" and (t.tag_ == "VBZ" or t.lemma_ == "be" and t.pos_ == "AUX" or _supposed(t))
                and not any(c.dep_ in _SUBJECTS for c in t.children) for t in doc)
+
+
+def _supposed(verb: Any) -> bool:
+    """A modal's perfect ("must have taken", "could have been"): what the speaker supposes happened."""
+    helpers = [c for c in verb.children if c.dep_ == "aux"]
+    return any(c.tag_ == "MD" for c in helpers) and any(c.lemma_ == "have" for c in helpers)
 
 
 def _opener(doc: Any) -> Any | None:
