@@ -15,7 +15,7 @@ from typing import Any
 
 from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.language.pipeline import nlp
-from zeromem.language.values import Candidate, value_candidates
+from zeromem.language.values import Candidate, is_addressee, value_candidates
 
 Mention = tuple[str, str]  # (thing | pronoun | pointed, lemma)
 
@@ -169,9 +169,18 @@ def _mentions(doc: Any) -> tuple[Mention, ...]:
             continue
         if _pointed(token):
             found.append(("pointed", token.lemma_.lower()))
-        if _argument(token) or token.dep_ in _COMPLEMENTS and not _has_object(token):
+        if (_argument(token) or token.dep_ in _COMPLEMENTS and not _has_object(token)) \
+                and not _spoken_to(token):
             found.append(("thing", token.lemma_.lower()))
     return tuple(found)
+
+
+def _spoken_to(token: Any) -> bool:
+    """The token names the one spoken to ("Aww John, …", "Wow, Maria!"): in the words of its name (the tagger may
+    take "Aww John" for one), alone between punctuation, an interjection or the sentence's ends."""
+    doc = token.doc
+    name = next((e for e in doc.ents if e.start <= token.i < e.end), doc[token.i:token.i + 1])
+    return is_addressee(name)
 
 
 def _has_object(token: Any) -> bool:

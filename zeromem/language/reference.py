@@ -19,7 +19,7 @@ def leans_on(sentence: str, before: str) -> bool:
     return facts_of(sentence).refers_back and facts_of(before).names_something
 
 
-def leans_outside(sentences: list[str], names: frozenset[str] = frozenset()) -> list[bool]:
+def leans_outside(sentences: list[str]) -> list[bool]:
     """Per sentence of a turn: does it stand for something the turn never names before it? What it is about is then
     in the turn it answers:
     - a third-person or demonstrative pronoun with no thing named before it in the turn ("Woah! They look ready for
@@ -29,8 +29,8 @@ def leans_outside(sentences: list[str], names: frozenset[str] = frozenset()) -> 
       third person present or the copula ("Looks like fun!", "Must have been amazing!"; a bare verb is an order
       or the speaker's own elided "I").
     A sentence that leans names nothing a later one may stand for: a merge leaves it out, or the turn as said.
-    (A pronoun's number is no guide: "they" may be one doctor.) `names` (lower-cased: the people talking) are no
-    antecedent: "Aww John, bummer about that." is about what John said, and the people talking are "I" and "you"."""
+    (A pronoun's number is no guide: "they" may be one doctor.) The one spoken to is no antecedent (no mention of
+    a thing: `facts`): "Aww John, bummer about that." is about what John said."""
     nouns: set[str] = set()
     out = []
     for sentence in sentences:
@@ -42,7 +42,7 @@ def leans_outside(sentences: list[str], names: frozenset[str] = frozenset()) -> 
                 leans = leans or not seen
             elif kind == "pointed":
                 leans = leans or lemma not in seen
-            elif lemma not in names:
+            else:
                 seen.add(lemma)
         out.append(leans)
         nouns = nouns if leans else seen
@@ -55,7 +55,7 @@ def left_out(sentences: list[str], names: frozenset[str] = frozenset()) -> tuple
     that keep the turn as it was said, as they cannot go: they say something ("He's a German Shepherd." answering
     "What breed is Toby?") or the next sentence leans on them ("That pic is gorgeous! It gives me hope.").
     `names`: the names that are no value (the people talking)."""
-    leaning = [n for n, leans in enumerate(leans_outside(sentences, names)) if leans]
+    leaning = [n for n, leans in enumerate(leans_outside(sentences)) if leans]
     saying = [n for n in leaning if text_says_something(sentences[n], names)
               or n + 1 < len(sentences) and leans_on(sentences[n + 1], sentences[n])]
     return leaning, saying
