@@ -634,8 +634,8 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     they look adorable!") would, in a merged text, point at whatever came before it there: one that says nothing (a
     reaction) is left out of the text, its member still cited; one that says something ("He's a German Shepherd."
     answering "What breed is Toby?") keeps its turn out of the merge, as it was said, unless the text can open it
-    with the question it answers (`Member.asked`). A text written before (a semantic memory the cluster joins) is
-    merged as it is."""
+    with the question it answers (`Member.asked`): then the turn is written whole after it, as it was said. A text
+    written before (a semantic memory the cluster joins) is merged as it is."""
     by_member: dict[int, list[_Sentence]] = defaultdict(list)
     for sentence in found:
         by_member[sentence.member].append(sentence)
@@ -646,9 +646,9 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
         if members[member].written:
             continue
         leaning, saying = left_out([s.text for s in own], names)
-        if saying and members[member].asked:
+        if saying and members[member].asked:  # written whole after the question: nothing in it points elsewhere
             quoted.add(member)
-            leaning = [n for n in leaning if n not in saying]
+            leaning = []
         elif saying:
             answers.add(member)
         dropped |= {id(own[n]) for n in leaning}

@@ -554,6 +554,15 @@ def test_a_reply_standing_for_what_the_question_named_is_merged_after_it_not_kep
     assert "(Sam: What breed is Toby?) He's a German Shepherd." in chunk.text and chunk.members == [0, 1]
 
 
+def test_a_reply_written_after_its_question_is_written_whole():
+    """Once the question opens it, nothing the reply says points at another turn: "They look so happy together."
+    answers "How are the puppies doing?" as much as the sentence after it does, and stays with it."""
+    answer = "Noor: They look so happy together. I walk them twice a day along the river."
+    shed = Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8)
+    [chunk] = merge_cluster([shed, Member(answer, MAY_8, asked="Sam: How are the puppies doing?")], limit=350)
+    assert "(Sam: How are the puppies doing?) They look so happy together. I walk them twice a day" in chunk.text
+
+
 @pytest.mark.parametrize("turn,question", [
     ("Maria: Yeah! What inspired you to go on the hike? [shares image: a photo of a trail]",
      "Maria: What inspired you to go on the hike?"),
