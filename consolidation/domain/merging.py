@@ -616,8 +616,8 @@ def _with_questions(kept: list[_Sentence], asked: Mapping[int, str], quoted: Col
     out = list(kept)
     for member, n in first.items():
         question = asked.get(member)
-        if question is not None and split_speaker(question)[1] not in written \
-                and (member in quoted or not _asks_about(split_speaker(question)[1]) & said[member]):
+        body = split_speaker(question)[1] if question is not None else ""
+        if body and body not in written and (member in quoted or not _asks_about(body) & said[member]):
             out[n] = replace(kept[n], text=f"({question}) {kept[n].text}")
     return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -394,14 +394,19 @@ def _chatter(loaded: Loaded, taken: set[int], common: frozenset[str]) -> set[int
 def _in_exchanges(rows: Sequence[ClusteringRow]) -> set[int]:
     """The rows that ask something or follow a row of their session that does (`in_an_exchange`); a row of no
     session is in none."""
+    return {n for order in _sessions_in_order(rows, range(len(rows))) if len(order) > 1
+            for n, exchanged in zip(order, in_an_exchange([rows[n].content for n in order]), strict=True)
+            if exchanged}
+
+
+def _sessions_in_order(rows: Sequence[ClusteringRow], among: Iterable[int]) -> list[list[int]]:
+    """The row indexes `among` by session, each session's in the order said; rows of no session are left out."""
     sessions: dict[str, list[int]] = defaultdict(list)
-    for n in sorted(range(len(rows)), key=lambda n: rows[n].said):
+    for n in sorted(among, key=lambda n: rows[n].said):
         session = rows[n].session_id
         if session is not None:
             sessions[session].append(n)
-    return {n for order in sessions.values() if len(order) > 1
-            for n, exchanged in zip(order, in_an_exchange([rows[n].content for n in order]), strict=True)
-            if exchanged}
+    return list(sessions.values())
 
 
 def _links_per_group(groups: list[list[int]], pairs: Sequence[clustering.Pair]) -> dict[int, list[float]]:
@@ -440,13 +445,8 @@ def _member(row: ClusteringRow, *, chatter: bool, asked: str | None) -> Member:
 def _questions_answered(rows: Sequence[ClusteringRow]) -> dict[int, str]:
     """The episodes that answer a question, by row index, with it: the turn said just before them in their session,
     by another speaker, closes with it (`closing_question`)."""
-    sessions: dict[str, list[int]] = defaultdict(list)
-    for n in sorted(range(len(rows)), key=lambda n: rows[n].said):
-        session = rows[n].session_id
-        if session is not None and not rows[n].is_semantic:
-            sessions[session].append(n)
     out = {}
-    for order in sessions.values():
+    for order in _sessions_in_order(rows, (n for n, row in enumerate(rows) if not row.is_semantic)):
         for before, after in itertools.pairwise(order):
             asker, answer = split_speaker(rows[before].content)[0], split_speaker(rows[after].content)[0]
             question = closing_question(rows[before].content) if answer and asker != answer else None
