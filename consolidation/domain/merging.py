@@ -624,7 +624,7 @@ def _with_questions(kept: list[_Sentence], asked: Mapping[int, str], quoted: Col
 
 def _asks_about(question: str) -> set[str]:
     """The things a question names (by the parse), in the forms a sentence's `words` take."""
-    return {word for kind, lemma in facts_of(question).mentions if kind == "thing" for word in words(lemma)}
+    return {word for kind, lemma in facts_of(question).mentions if kind in ("thing", "mass") for word in words(lemma)}
 
 
 def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: frozenset[str]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeromem.language.reference import leans_outside
+from zeromem.language.reference import leans_on, leans_outside
 
 
 @pytest.mark.parametrize(("turn", "leaning"), [
@@ -35,6 +35,10 @@ from zeromem.language.reference import leans_outside
     (["I finally read the book that you lent me."], [False]),  # a relative "that" after the noun it is about
     (["Oof, sorry to hear that."], [True]),  # "hear" takes "that": a verb, nothing "that" could stand for
     (["I love to paint.", "It calms me."], [False, False]),  # "paint" takes nothing: the thing "it" stands for
+    (["We had so much fun making them together."], [True]),  # "them" is no mass noun of its own sentence
+    (["I love coffee and drink it daily."], [False]),  # "it" may be one
+    (["We made pizza!", "We had so much fun making them together."], [False, False]),  # across sentences it may
+    (["My kids had fun with their cousins.", "They played all day."], [False, False]),
 ])
 def test_what_leans_on_another_turn(turn, leaning):
     assert leans_outside(turn) == leaning
@@ -49,3 +53,15 @@ def test_what_leans_on_another_turn(turn, leaning):
 ])
 def test_the_one_spoken_to_is_no_antecedent(turn, leaning):
     assert leans_outside(turn) == leaning
+
+
+@pytest.mark.parametrize(("sentence", "before", "leaning"), [
+    ("They could probably give you more tips.", "Did your doctor say anything?", True),
+    ("I bet they gave you tips.", "Did your doctor say anything?", True),  # the pronoun need not open it
+    ("Even when times are hard, they always have my back.", "My family is awesome.", False),  # "times" may be it
+    ("I bet they look adorable!", "Looks like fun!", False),  # "they" is not the fun: both are about another turn
+    ("It gives me hope.", "That pic is gorgeous!", True),
+    ("I repainted the shed.", "My sister visited.", False),  # nothing to stand for
+])
+def test_what_a_sentence_leans_on(sentence, before, leaning):
+    assert leans_on(sentence, before) == leaning

@@ -122,7 +122,7 @@ def test_the_facts_of_each_sentence_are_stored_with_its_memory_as_its_parse_says
     for sentence, raw in kept.items():
         assert facts_from_json(raw) == facts_from_doc(nlp()(sentence))
     assert facts_from_json(kept["My sister adopted a puppy."]).takes_a_thing
-    assert facts_from_json(kept["It is so cute!"]).refers_back
+    assert ("pronoun", "") in facts_from_json(kept["It is so cute!"]).mentions
     assert facts_from_json(kept["Thanks, Gina!"]).values == ()  # the addressee is no value
 
 

@@ -17,16 +17,17 @@ from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.language.pipeline import nlp
 from zeromem.language.values import Candidate, is_addressee, value_candidates
 
-Mention = tuple[str, str]  # (thing | pronoun | pointed, lemma)
+# (thing | mass | pronoun | pointed, lemma); a pronoun's lemma is "plural" for "they"/"them"/"those", else "".
+Mention = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class SentenceFacts:
     values: tuple[Candidate, ...]  # `values.value_candidates`
     takes_a_thing: bool  # a verb, or the adjective complementing one, takes a thing ("keen on counseling")
-    refers_back: bool  # it opens with a third-person or demonstrative pronoun that points at something said before
     names_something: bool  # it has a noun or a name
-    mentions: tuple[Mention, ...]  # things named, pronouns standing for a thing, things pointed at, in order
+    mentions: tuple[Mention, ...]  # things named (`mass`: a bare singular noun), pronouns standing for a thing,
+    # things pointed at, in order
     subject_left_out: bool  # its main verb's subject is left out ("Looks like fun!")
     reports: bool  # an account: a first-person subject, or a main verb in the past ("They were awestruck.")
 
@@ -77,18 +78,18 @@ def _keep(sentence: str, facts: SentenceFacts) -> None:
 
 
 def facts_json(facts: SentenceFacts) -> list[Any]:
-    return [[list(c) for c in facts.values], facts.takes_a_thing, facts.refers_back, facts.names_something,
+    return [[list(c) for c in facts.values], facts.takes_a_thing, facts.names_something,
             [list(m) for m in facts.mentions], facts.subject_left_out, facts.reports]
 
 
 def facts_from_json(raw: Sequence[Any]) -> SentenceFacts:
-    values, takes, refers, names, mentions, left_out, reports = raw
-    return SentenceFacts(tuple((v, bool(name)) for v, name in values), takes, refers, names,
+    values, takes, names, mentions, left_out, reports = raw
+    return SentenceFacts(tuple((v, bool(name)) for v, name in values), takes, names,
                          tuple((kind, lemma) for kind, lemma in mentions), left_out, reports)
 
 
 def facts_from_doc(doc: Any) -> SentenceFacts:
-    return SentenceFacts(values=value_candidates(doc), takes_a_thing=takes_a_thing(doc), refers_back=_refers_back(doc),
+    return SentenceFacts(values=value_candidates(doc), takes_a_thing=takes_a_thing(doc),
                          names_something=any(t.pos_ in ("NOUN", "PROPN") for t in doc),
                          mentions=_mentions(doc), subject_left_out=_subject_left_out(doc), reports=_reports(doc))
 
@@ -136,16 +137,6 @@ def _is_thing_taken(child: Any) -> bool:
 
 # --- reference ---------------------------------------------------------------------------------------------
 
-def _refers_back(doc: Any) -> bool:
-    """The sentence opens with a third-person or demonstrative pronoun ("they", "that", "it", "those") — not an
-    expletive ("It's great to…", "There is…"), which points at nothing."""
-    opener = _opener(doc)
-    if opener is None or opener.pos_ != "PRON" or opener.dep_ == "expl":
-        return False
-    kind, person = opener.morph.get("PronType"), opener.morph.get("Person")
-    return _demonstrative(opener) or ("Prs" in kind and person == ["3"] and not _pleonastic(opener))
-
-
 # A verb's arguments: the slots a later pronoun's antecedent fills ("What did the doctor say?": the doctor).
 _ARGUMENTS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "dative", "oprd"})
 # Slots where a word can be what a later pronoun stands for even when the tagger calls a noun a verb ("allergic to
@@ -165,14 +156,23 @@ def _mentions(doc: Any) -> tuple[Mention, ...]:
     for token in doc:
         if token.pos_ == "PRON":
             if _stands_for_a_thing(token):
-                found.append(("pronoun", ""))
+                found.append(("pronoun", "plural" if "Plur" in token.morph.get("Number") else ""))
             continue
         if _pointed(token):
             found.append(("pointed", token.lemma_.lower()))
         if (_argument(token) or token.dep_ in _COMPLEMENTS and not _has_object(token)) \
                 and not _spoken_to(token):
-            found.append(("thing", token.lemma_.lower()))
+            found.append(("mass" if _bare_singular(token) else "thing", token.lemma_.lower()))
     return tuple(found)
+
+
+def _bare_singular(noun: Any) -> bool:
+    """A common noun in the singular with no determiner, possessive or number: a mass noun ("so much fun", "we made
+    pizza"), which "they" or "them" later in its sentence does not stand for ("We had so much fun making them": the
+    pizzas of the sentence before). Across sentences it may ("We made pizza! They were great."): English is loose
+    there, so only the sentence's own nouns are held to it."""
+    return (noun.pos_ == "NOUN" and "Sing" in noun.morph.get("Number")
+            and not any(c.dep_ in ("det", "poss", "nummod") for c in noun.children))
 
 
 def _spoken_to(token: Any) -> bool:
