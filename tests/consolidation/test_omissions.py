@@ -136,6 +136,13 @@ def test_a_value_is_found_whole_case_and_spacing_aside():
     assert not states(("40",), "Replica lag hit  seconds.")
 
 
+def test_a_value_is_found_with_the_date_a_merge_anchored_inside_it():
+    """A merged text writes the date a relative phrase stands for right after it, inside a longer value."""
+    assert states(("last month's",), "Last month (August 2023)'s bill was lower.")
+    assert states(("next Wednesday to Sunday",), "From next Wednesday (the Wednesday after 29 May 2023) to Sunday.")
+    assert not states(("3.5",), "It was 3 (or so).5 km.")  # an anchor stands between words only
+
+
 def test_statements_are_the_drawn_sentences_that_state_a_value():
     import uuid
 

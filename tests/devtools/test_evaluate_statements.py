@@ -115,6 +115,22 @@ def test_a_value_ending_in_an_abbreviation_point_is_stated_by_a_memory_anchoring
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(("said", "written"), [
+    ("I've seen a big difference: last month's bill was lower than the previous month's.",
+     "I've seen a big difference: last month (April 2023)'s bill was lower than the previous month's."),
+    ("I'm going to Denver for 4 days, from next Wednesday to Sunday.",
+     "I'm going to Denver for 4 days, from next Wednesday (the Wednesday after 7 May 2023) to Sunday."),
+])
+def test_a_value_with_a_date_anchored_inside_it_is_still_stated(tenant, now, said, written):
+    """A merge writes the date a relative phrase stands for right after the phrase, which may end inside a longer
+    value ("last month's", "next Wednesday to Sunday"): the value is still said."""
+    run = ingest(tenant, f"Kim: {said}", embed=False, created_at=now - DAY)
+    merged(tenant, f"Kim: {written}", run, now=now)
+
+    assert lost(tenant.id) == []
+
+
+@pytest.mark.django_db
 def test_a_value_kept_without_its_sentence_is_still_lost(tenant, sources, now):
     swim, _, _ = sources
     merged(tenant, "Mel: Twice a week is a lot.", [swim], now=now)

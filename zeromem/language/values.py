@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from zeromem.language.pipeline import nlp
@@ -35,7 +36,21 @@ def written_in(values: Iterable[str], text: str) -> bool:
     """Every value appears in `text` as a whole (case, apostrophes and spacing aside): "3" is not found in "2023".
     What an extractive text must write to still state a sentence's values."""
     text = normalised(text)
-    return all(re.search(rf"(?<!\w){re.escape(normalised(value))}(?!\w)", text) for value in values)
+    return all(value_pattern(value).search(text) for value in values)
+
+
+@lru_cache(maxsize=4096)
+def value_pattern(value: str) -> re.Pattern[str]:
+    """A value as whole words of a `normalised` text, where the date a merge anchors may stand after any of its words:
+    "last month (August 2023)'s" says "last month's", "next Wednesday (the Wednesday after 29 May 2023) to Sunday"
+    says "next Wednesday to Sunday" (`anchor_dates` writes the date right after the relative phrase, which may end
+    inside a longer value)."""
+    words = _WORD_END.split(normalised(value))
+    return re.compile(r"(?<!\w)" + _ANCHOR.join(re.escape(w) for w in words) + r"(?!\w)")
+
+
+_WORD_END = re.compile(r"(?<=\w)(?=[\s'])")  # after a word, before a space or an apostrophe
+_ANCHOR = r"(?: \([^()]*\))?"
 
 
 def values_of(sentences: Sequence[str], speakers: frozenset[str] = frozenset()) -> list[frozenset[str]]:
