@@ -44,7 +44,7 @@ from zeromem.core.domain.text import (
 )
 from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs and rules split with it here
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
-from zeromem.language.content import text_says_something
+from zeromem.language.content import is_question, text_says_something
 from zeromem.language.facts import facts_ahead, facts_of
 from zeromem.language.reference import leans_on, left_out
 from zeromem.language.rules_tables.merging import (
@@ -634,8 +634,9 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     they look adorable!") would, in a merged text, point at whatever came before it there: one that says nothing (a
     reaction) is left out of the text, its member still cited; one that says something ("He's a German Shepherd."
     answering "What breed is Toby?") keeps its turn out of the merge, as it was said, unless the text can open it
-    with the question it answers (`Member.asked`): then the turn is written whole after it, as it was said. A text
-    written before (a semantic memory the cluster joins) is merged as it is."""
+    with the question it answers (`Member.asked`): then the turn is written whole after it, as it was said. So does
+    a turn that only asks (`_only_asks`). A text written before (a semantic memory the cluster joins) is merged as
+    it is."""
     by_member: dict[int, list[_Sentence]] = defaultdict(list)
     for sentence in found:
         by_member[sentence.member].append(sentence)
@@ -649,10 +650,16 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
         if saying and members[member].asked:  # written whole after the question: nothing in it points elsewhere
             quoted.add(member)
             leaning = []
-        elif saying:
+        elif saying or _only_asks([s.text for n, s in enumerate(own) if n not in leaning]):
             answers.add(member)
         dropped |= {id(own[n]) for n in leaning}
     return [s for s in found if id(s) not in dropped], answers, quoted
+
+
+def _only_asks(texts: list[str]) -> bool:
+    """Questions and nothing else ("Where in England was it?" after a reaction left out): written after another
+    turn's statements, a question reads as asked of them ("I found a violin concert. Where in England was it?")."""
+    return bool(texts) and all(is_question(text) for text in texts)
 
 
 def speakers(texts: Iterable[str]) -> frozenset[str]:

@@ -116,6 +116,16 @@ def test_a_member_that_only_reacts_and_asks_is_not_cited_by_a_text_without_its_q
     assert chunks and all(2 not in c.members for c in chunks)
 
 
+def test_a_member_that_only_asks_is_not_glued_after_another_turn():
+    """"Where in England was it?" asks about the other speaker's trip: written after the speaker's own concert it
+    would read as asked of the concert. The turn stays as it was said."""
+    members = [Member("John: Just last week I found a violin concert downtown that we all enjoyed with the kids.",
+                      MAY_8),
+               Member("John: Wow, that looks great! Where in England was it?", MAY_8)]
+    chunks = merge_cluster(members, limit=400)
+    assert chunks and all(1 not in c.members and "England" not in c.text for c in chunks)
+
+
 def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
     said = statements([Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)])
     members = [Member("Jon: I lost my job as a banker at the bank on Main Street.", MAY_8),
