@@ -22,6 +22,7 @@ A merged memory keeps what a later question may need and drops what states nothi
 from __future__ import annotations
 
 import calendar
+import itertools
 import math
 import re
 from collections import defaultdict
@@ -452,9 +453,9 @@ def _leaned_on(sentence: _Sentence, following: _Sentence | None) -> bool:
     return following is not None and leans_on(following.text, sentence.text)
 
 
-def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
+def _pack(kept: list[_Sentence], limit: int) -> list[Chunk]:
     """Whole members only (a member is cited by exactly one text), in order, as few texts as fit `limit`;
-    one member longer than `limit` gets a text of its own, cut at `hard_limit`."""
+    one member longer than `limit` gets a text of its own."""
     by_member: dict[int, list[_Sentence]] = {}
     for sentence in kept:
         by_member.setdefault(sentence.member, []).append(sentence)
@@ -469,8 +470,7 @@ def _pack(kept: list[_Sentence], limit: int, hard_limit: int) -> list[Chunk]:
             chunks[-1].voiced.append(member)
         else:
             alone = f"{group[0].speaker}: {body}" if group[0].speaker else body
-            chunks.append(Chunk(_cut(alone, max(limit, hard_limit) if len(alone) > limit else limit), [member],
-                                [member]))
+            chunks.append(Chunk(alone, [member], [member]))
         speaker = group[0].speaker
     return chunks
 
@@ -499,7 +499,8 @@ def merge_cluster(members: Sequence[Member], *, limit: int, hard_limit: int = 10
                   meaning: Meaning = NO_MEANING, said: Sequence[_Sentence] = ()) -> list[Chunk]:
     """Merged texts for a cluster, each with the members it cites; every member is cited at most once. None when
     the members say nothing (greetings, reactions, thanks, small talk); the members of a text that would say
-    nothing, or be too thin to write yet state something, are cited by none: they stay as they were said.
+    nothing, be too thin to write yet state something, or be longer than `hard_limit` (one long member), are cited
+    by none: they stay as they were said.
     `common_names`: names so frequent in this store that they say nothing (lower-cased). `lossless`: drop only
     sentences whose every content word a kept one says. `meaning`: the vectors of the cluster's
     `paraphrase_candidates`, so paraphrases collapse too. `said`: the `statements` of other memories of the store;
@@ -569,7 +570,11 @@ def _written(found: list[_Sentence], apart: set[int], count: int, names: frozens
     kept = _with_questions(kept, asked, quoted)
     # A text that says too little is never dressed up as knowledge; its members are cited by a text that says
     # something, or the cluster writes nothing.
-    chunks = _pack(kept, limit, hard_limit)
+    chunks = _pack(kept, limit)
+    # A member too long for any text (`hard_limit`) stays as it was said: cut short, its text would retire what it
+    # no longer says.
+    too_long = {m for c in chunks if len(c.text) > max(limit, hard_limit) for m in c.members}
+    chunks = [c for c in chunks if not too_long & set(c.members)]
     # Small talk is never written as knowledge: a text that says nothing (`zeromem.language.content`) is not
     # written, and its members stay as they were said (the chatter among them is archived as such by the caller).
     empty = [c for c in chunks if not text_says_something(c.text, names)]
@@ -584,20 +589,23 @@ def _written(found: list[_Sentence], apart: set[int], count: int, names: frozens
     stating = {m for c in thin if any(_parsed_values(s) for s in sentences(split_speaker(c.text)[1]))
                for m in c.members}
     chunks[0].members += [m for c in thin for m in c.members if m not in stating]
-    cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | apart
+    cited = {m for chunk in chunks for m in chunk.members} | stating | said_nothing | apart | too_long
     chunks[0].members += [i for i in range(count) if i not in cited]  # said nothing new: cited by the first
     return chunks
 
 
 def closing_question(turn: str) -> str | None:
-    """The question a turn closes with, under its speaker ("John: What inspired you to go on the hike?"), when it
-    names something (not "How about you?"): what the other speaker's next turn answers. A picture shared after it
+    """The questions a turn closes with, under its speaker ("John: What inspired you to go on the hike?"), from the
+    first that names something (not "How about you?"; "What's the deal with that note? Who wrote it?" both, the
+    second standing for the first's note): what the other speaker's next turn answers. A picture shared after them
     aside; None for a turn that closes otherwise, or has no speaker."""
     speaker, body = split_speaker(turn)
     said = [part for part in sentences(body) if not _PICTURE.match(part)]
-    if not speaker or not said or not _QUESTION.search(said[-1]) or not facts_of(said[-1]).names_something:
+    closing = list(itertools.takewhile(lambda part: bool(_QUESTION.search(part)), reversed(said)))[::-1]
+    naming = next((n for n, part in enumerate(closing) if facts_of(part).names_something), None)
+    if not speaker or naming is None:
         return None
-    return f"{speaker}: {said[-1]}"
+    return f"{speaker}: {' '.join(closing[naming:])}"
 
 
 def _with_questions(kept: list[_Sentence], asked: Mapping[int, str], quoted: Collection[int] = ()
@@ -719,8 +727,7 @@ def condensed(member: Member, *, limit: int, common_names: frozenset[str] = froz
     None when that is not worth a memory of its own — it drops under `min_saving` characters and anchors no date —
     or when what is left is longer than `limit`, a fragment, or barely says anything."""
     chunks = merge_cluster([member], limit=limit, common_names=common_names)
-    if len(chunks) != 1 or len(chunks[0].text) > limit or chunks[0].text.endswith("…") \
-            or not _balanced(chunks[0].text):
+    if len(chunks) != 1 or len(chunks[0].text) > limit or not _balanced(chunks[0].text):
         return None
     text = chunks[0].text
     if _written_substance(text) <= MIN_SUBSTANCE:  # "It's great for self-care." is left as it was said
@@ -852,9 +859,3 @@ def _content(sentence: str) -> frozenset[str]:
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / (len(a | b) or 1)
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit - 1].rsplit(" ", 1)[0] + "…"

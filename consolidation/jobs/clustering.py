@@ -205,8 +205,7 @@ def _unsaid(loaded: Loaded, plan: Plan, taken: set[int], common: frozenset[str],
             chunks = merge_cluster(members, limit=limit, common_names=common, meaning=meaning,
                                    said=said.near(own, redundancy=UNSAID_REDUNDANCY, meaning=meaning),
                                    redundancy=UNSAID_REDUNDANCY)
-            if len(chunks) == 1 and len(chunks[0].members) == len(members) and len(chunks[0].text) < len(merge.text) \
-                    and not chunks[0].text.endswith("…"):
+            if len(chunks) == 1 and len(chunks[0].members) == len(members) and len(chunks[0].text) < len(merge.text):
                 merge = Merge(base=None, members=merge.members, text=chunks[0].text, scores=merge.scores,
                               voiced=[merge.members[v] for v in chunks[0].voiced])
         said.add(own)
@@ -227,7 +226,7 @@ def _episodes_unsaid(members: Sequence[Member], left: list[int], common: frozens
         chunks = merge_cluster([member], limit=limit, common_names=common,
                                said=said.near(own, redundancy=MERGE_REDUNDANCY))
         text = chunks[0].text if len(chunks) == 1 else ""
-        if text and len(member.text) - len(text) >= 10 and not text.endswith("…") and condensed_enough(text):
+        if text and len(member.text) - len(text) >= 10 and condensed_enough(text):
             out.append(Merge(base=None, members=[i], text=text,
                              scores={"min_link": 0.0, "max_link": 0.0, "size": 1}))
         said.add(own)

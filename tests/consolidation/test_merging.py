@@ -163,10 +163,18 @@ def test_no_merged_text_exceeds_the_limit_and_every_member_is_cited_once():
     assert cited == list(range(12))
 
 
-def test_one_member_longer_than_the_limit_is_cut_at_the_embedders_input_limit():
-    long = Member("Dev: " + " ".join(f"fact{i} is {i}." for i in range(300)), MAY_8)
-    chunks = merge_cluster([long, Member("Dev: Short fact 7.", MAY_8)], limit=200, hard_limit=1000)
-    assert all(len(c.text) <= 1000 for c in chunks)
+def test_one_member_longer_than_the_limit_gets_a_text_of_its_own():
+    long = Member("Dev: " + " ".join(f"Server {i} runs Postgres {i + 10}." for i in range(12)), MAY_8)
+    chunks = merge_cluster([long, Member("Dev: The cache node runs Redis 7.", MAY_8)], limit=200, hard_limit=1000)
+    assert [c.members for c in chunks] == [[0], [1]] and "Server 11 runs Postgres 21." in chunks[0].text
+
+
+def test_a_member_longer_than_the_embedders_input_limit_stays_as_it_was_said():
+    """Cut at `hard_limit`, its text would retire the member's last sentences with it: nothing cites it."""
+    long = Member("Dev: " + " ".join(f"Server {i} runs Postgres {i + 10}." for i in range(40)), MAY_8)
+    chunks = merge_cluster([long, Member("Dev: The cache node runs Redis 7 on port 6379.", MAY_8)], limit=200,
+                           hard_limit=1000)
+    assert all(0 not in c.members and len(c.text) <= 1000 for c in chunks)
 
 
 def test_a_cluster_of_pure_small_talk_writes_no_text():
@@ -578,6 +586,10 @@ def test_a_reply_written_after_its_question_is_written_whole():
      "Maria: What inspired you to go on the hike?"),
     ("Maria: What inspired you to go on the hike? I loved the photos.", None),  # it closes with no question
     ("Maria: That's great! How about you?", None),  # it names nothing
+    # the questions it closes with, from the first naming something: "it" is the note
+    ("John: Cool pic! What's the deal with that note? Who wrote it?",
+     "John: What's the deal with that note? Who wrote it?"),
+    ("John: How are you? Did you go to the park? Was it fun?", "John: Did you go to the park? Was it fun?"),
     ("What inspired you to go on the hike?", None),  # no speaker: no exchange to read
 ])
 def test_the_question_a_turn_closes_with_is_what_the_next_turn_answers(turn, question):
