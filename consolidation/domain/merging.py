@@ -362,11 +362,15 @@ STATED_SHARE = 0.8
 
 def _statement_kept(candidate: _Sentence, kept: _Sentence) -> bool:
     """Whether dropping `candidate` for `kept` loses no statement: it carries no value by the parse, or `kept`
-    writes every one of its values and most of its words ("Garlic is my go-to ingredient." is not said by "Cooking
-    is my go-to.", nor a caption of two dogs in the grass by one of two dogs in a field)."""
+    writes every one of its values and most of its words, their lemmas by the parse as `statements_lost` reads them
+    ("Garlic is my go-to ingredient." is not said by "Cooking is my go-to.", nor a caption of two dogs in the grass
+    by one of two dogs in a field, nor "Sure, here are seven names for the virtual app:" by "Here are seven names for
+    the app:")."""
     values = _parsed_values(candidate.text)
-    return not values or (written_in(values, kept.text)
-                          and len(candidate.words & kept.words) >= STATED_SHARE * len(candidate.words))
+    if not values:
+        return True
+    wanted, written = facts_of(candidate.text).lemmas, facts_of(kept.text).lemmas
+    return written_in(values, kept.text) and len(wanted & written) >= STATED_SHARE * len(wanted)
 
 
 def _parsed_values(sentence: str) -> frozenset[str]:

@@ -126,6 +126,17 @@ def test_a_member_that_only_asks_is_not_glued_after_another_turn():
     assert chunks and all(1 not in c.members and "England" not in c.text for c in chunks)
 
 
+def test_a_statement_another_memory_says_with_fewer_words_is_still_written():
+    """"virtual" is in no sentence the other memory writes: by the lemmas `statements_lost` reads, it says too little
+    of this statement for it to go."""
+    said = statements([Member("Here are seven potential names for the fortune teller app: 1. Fortuneteller 2. Oracle",
+                              MAY_8)])
+    member = Member("Sure, here are seven potential names for the virtual fortune teller app: 1. Virtual "
+                    "Fortuneteller 2. Oracle Online", MAY_8)
+    [chunk] = merge_cluster([member], limit=400, said=said)
+    assert "virtual fortune teller app" in chunk.text
+
+
 def test_a_member_whose_statement_another_memory_already_says_is_not_retired_by_a_text_without_it():
     said = statements([Member("Jon: I am opening a dance studio downtown next month with my savings.", MAY_8)])
     members = [Member("Jon: I lost my job as a banker at the bank on Main Street.", MAY_8),

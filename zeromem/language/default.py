@@ -177,7 +177,7 @@ class Reading:
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
 # version are read again.
-FEATURES_VERSION = 16
+FEATURES_VERSION = 17
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:

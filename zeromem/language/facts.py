@@ -30,6 +30,7 @@ class SentenceFacts:
     # things pointed at, in order
     subject_left_out: bool  # its main verb's subject is left out ("Looks like fun!")
     reports: bool  # an account: a first-person subject, or a main verb in the past ("They were awestruck.")
+    lemmas: frozenset[str]  # its content words' lemmas (`content_lemmas`): what a statement's words are
 
 
 def facts_of(sentence: str) -> SentenceFacts:
@@ -79,19 +80,25 @@ def _keep(sentence: str, facts: SentenceFacts) -> None:
 
 def facts_json(facts: SentenceFacts) -> list[Any]:
     return [[list(c) for c in facts.values], facts.takes_a_thing, facts.names_something,
-            [list(m) for m in facts.mentions], facts.subject_left_out, facts.reports]
+            [list(m) for m in facts.mentions], facts.subject_left_out, facts.reports, sorted(facts.lemmas)]
 
 
 def facts_from_json(raw: Sequence[Any]) -> SentenceFacts:
-    values, takes, names, mentions, left_out, reports = raw
+    values, takes, names, mentions, left_out, reports, lemmas = raw
     return SentenceFacts(tuple((v, bool(name)) for v, name in values), takes, names,
-                         tuple((kind, lemma) for kind, lemma in mentions), left_out, reports)
+                         tuple((kind, lemma) for kind, lemma in mentions), left_out, reports, frozenset(lemmas))
 
 
 def facts_from_doc(doc: Any) -> SentenceFacts:
     return SentenceFacts(values=value_candidates(doc), takes_a_thing=takes_a_thing(doc),
                          names_something=any(t.pos_ in ("NOUN", "PROPN") for t in doc),
-                         mentions=_mentions(doc), subject_left_out=_subject_left_out(doc), reports=_reports(doc))
+                         mentions=_mentions(doc), subject_left_out=_subject_left_out(doc), reports=_reports(doc),
+                         lemmas=content_lemmas(doc))
+
+
+def content_lemmas(doc: Any) -> frozenset[str]:
+    """The lemmas of a parse's words that are no stop word, lower-cased: letters or a number."""
+    return frozenset(t.lemma_.lower() for t in doc if not t.is_stop and (t.is_alpha or t.like_num))
 
 
 # --- accounts ----------------------------------------------------------------------------------------------

@@ -33,11 +33,11 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from zeromem.core.domain.text import drop_speaker, sentences
 from zeromem.core.domain.transitions import SUPERSEDED
 from zeromem.language.content import said_sentences
+from zeromem.language.facts import content_lemmas
 from zeromem.language.pipeline import nlp
 from zeromem.language.values import BATCH, names_of, normalised, sentence_values, value_pattern
 from zeromem.models import Memory, MemorySource, MemoryState, MemoryType
@@ -75,10 +75,6 @@ def source_statements(texts: Mapping[uuid.UUID, str]) -> list[Statement]:
             found.append(Statement(memory_id=memory_id, text=sentence, values=values,
                                    words=content_lemmas(doc) - names_of(values, names)))
     return found
-
-
-def content_lemmas(doc: Any) -> frozenset[str]:
-    return frozenset(t.lemma_.lower() for t in doc if not t.is_stop and (t.is_alpha or t.like_num))
 
 
 # --- which memories state them -----------------------------------------------------------------------------
