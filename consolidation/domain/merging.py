@@ -22,7 +22,6 @@ A merged memory keeps what a later question may need and drops what states nothi
 from __future__ import annotations
 
 import calendar
-import itertools
 import math
 import re
 from collections import defaultdict
@@ -599,17 +598,15 @@ def _written(found: list[_Sentence], apart: set[int], count: int, names: frozens
 
 
 def closing_question(turn: str) -> str | None:
-    """The questions a turn closes with, under its speaker ("John: What inspired you to go on the hike?"), from the
-    first that names something (not "How about you?"; "What's the deal with that note? Who wrote it?" both, the
-    second standing for the first's note): what the other speaker's next turn answers. A picture shared after them
-    aside; None for a turn that closes otherwise, or has no speaker."""
+    """The question a turn closes with, under its speaker ("John: What inspired you to go on the hike?"), when it
+    names something (not "How about you?"): what the other speaker's next turn answers. A picture shared after it
+    aside; None for a turn that closes otherwise, or has no speaker. One question only: quoted before the reply, two
+    would be two sentences, and a later merge could cut the quote apart."""
     speaker, body = split_speaker(turn)
     said = [part for part in sentences(body) if not _PICTURE.match(part)]
-    closing = list(itertools.takewhile(lambda part: bool(_QUESTION.search(part)), reversed(said)))[::-1]
-    naming = next((n for n, part in enumerate(closing) if facts_of(part).names_something), None)
-    if not speaker or naming is None:
+    if not speaker or not said or not _QUESTION.search(said[-1]) or not facts_of(said[-1]).names_something:
         return None
-    return f"{speaker}: {' '.join(closing[naming:])}"
+    return f"{speaker}: {said[-1]}"
 
 
 def _with_questions(kept: list[_Sentence], asked: Mapping[int, str], quoted: Collection[int] = ()
