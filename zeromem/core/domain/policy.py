@@ -78,7 +78,8 @@ class MergingPolicy(Section):
 
     max_chars: int = setting(
         350, "A merged text is at most this long (a longer cluster becomes several memories); one member longer "
-        "than this keeps up to the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 characters).",
+        "than this gets a text of its own up to the embedder's input limit (all-MiniLM-L6-v2 reads ~1,000 "
+        "characters); a longer one stays as it was said.",
         moved_from="ZEROMEMORY_MERGED_MAX_CHARS", ge=50, le=1000)
     paraphrase_cosine: float = setting(
         0.85, "Two sentences of one speaker in a cluster, with the same values and a content word in common, say "
