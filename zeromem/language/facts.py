@@ -233,10 +233,6 @@ def _supposed(verb: Any) -> bool:
     return any(c.tag_ == "MD" for c in helpers) and any(c.lemma_ == "have" for c in helpers)
 
 
-def _opener(doc: Any) -> Any | None:
-    return next((t for t in doc if not (t.is_punct or t.pos_ in ("INTJ", "CCONJ") or t.is_space)), None)
-
-
 def _pleonastic(pronoun: Any) -> bool:
     """"It's fun to paint": the subject "it" of a predicate ("fun", "great") stands for the clause that follows (an
     infinitive or a that-clause on its head), not for anything said before ("It helps me stay calm" is no such it)."""

@@ -53,14 +53,13 @@ def _leaning(facts: SentenceFacts, nouns: set[str]) -> set[str]:
     """Why a sentence leans outside itself and the `nouns` named before it: "subject" left out, a noun "pointed" at
     that was not named, a "pronoun" or a "plural" one ("they", "them") standing for nothing named."""
     reasons = {"subject"} if facts.subject_left_out else set()
-    seen, counted, mass = set(nouns), set[str](), set[str]()
+    counted, mass = set[str](), set[str]()  # the things it names itself so far
     for kind, lemma in facts.mentions:
         if kind == "pronoun" and not (nouns or counted or mass and lemma != "plural"):
             reasons.add(lemma or "pronoun")
-        elif kind == "pointed" and lemma not in seen:
+        elif kind == "pointed" and lemma not in nouns | counted | mass:
             reasons.add("pointed")
         elif kind in ("thing", "mass"):
-            seen.add(lemma)
             (mass if kind == "mass" else counted).add(lemma)
     return reasons
 
