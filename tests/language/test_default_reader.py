@@ -83,6 +83,33 @@ def test_both_stay_true(reader, older, newer):
     assert reader.relation([pair(older, newer)]) == [KEEPS]
 
 
+@pytest.mark.parametrize(("older", "newer"), [
+    # a symbol beside the noun ("6.5% interest") tells no attribute apart: it is the value's
+    ("The loan carries 6.5% interest.", "The lender lowered the interest on the loan to 5.9%."),
+    # a passive's subject is what the verb is done to, its slot the value; the participle of a present passive
+    # ("is parked") is no action done
+    ("I park my bike at the north garage.", "The bike is parked at the Elm Street garage now."),
+    ("I store my canoe at the Lakeside boathouse.", "The canoe is kept at Birchwood boathouse."),
+])
+def test_a_newer_value_said_in_another_shape_replaces_the_older(reader, older, newer):
+    assert reader.relation([pair(older, newer)]) == [REPLACES]
+
+
+def test_statements_worded_apart_meet_on_a_shared_content_word(reader):
+    """The index pairs statements by what they say, not only by the noun a value hangs from: "my daily practice"
+    (the attribute) and "practicing" (a verb of the newer one) are one thing to compare."""
+    older_keys, newer_keys = reader.keys([Said("My daily practice takes about 30 minutes.", BASE),
+                                          Said("Since the recital was announced I spend 90 minutes practicing.", BASE)])
+    assert older_keys & newer_keys
+
+
+def test_a_past_action_a_date_places_in_a_clause_of_its_own_is_an_event(reader):
+    """"Here's how I spent last Sunday, …": the main verb frames; the action is the clause's, done on its date."""
+    assert read(["Here's how I spent last Sunday, hiking near Lake Tahoe."])[0].event
+    assert reader.relation([pair("This is how I spent yesterday afternoon: painting at the Riverside studio.",
+                                 "Today I got back from a painting trip to Oaxaca.")]) == [KEEPS]
+
+
 def test_the_modifiers_are_part_of_the_attribute(reader):
     assert reader.same_attribute([pair("The staging database has 2 replicas.",
                                        "The production database has 5 replicas.")]) == [False]

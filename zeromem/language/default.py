@@ -41,6 +41,8 @@ _NOUNS = frozenset({"NOUN", "PROPN"})
 _SPANS = frozenset({"for", "since"})  # prepositions of a duration: grammar, not vocabulary
 _SOURCES = frozenset({"from", "off"})  # prepositions of where a thing is moved from
 _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
+# A verb's prepositional slot: the parser also reads "in the shed" after a passive as the predicate's complement.
+_SLOTS = frozenset({"prep", "oprd"})
 _CLAUSES = frozenset({"relcl", "acl", "xcomp", "advcl"})
 _ASIDE = frozenset({"npadvmod", "intj", "dep", "ROOT", "vocative", "appos"})
 _CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ"})
@@ -169,15 +171,16 @@ class Reading:
 
     @property
     def keys(self) -> frozenset[str]:
-        """Index keys for candidate pairs: the attributes' heads, and the nouns counted, tallied or ranked
-        (`Fact.counted`), so that a count meets its tally or rank."""
+        """Index keys for candidate pairs: the attributes' heads, the nouns counted, tallied or ranked
+        (`Fact.counted`), so that a count meets its tally or rank, and the content words, so that a thing said as a
+        noun once and a verb once ("my daily practice" / "I spend 90 minutes practicing") meets too."""
         return (frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
-                | frozenset(f"#{noun}" for f in self.facts for noun in f.counted))
+                | frozenset(f"#{noun}" for f in self.facts for noun in f.counted) | self.content)
 
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
 # version are read again.
-FEATURES_VERSION = 17
+FEATURES_VERSION = 18
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -256,14 +259,13 @@ def reading_of(doc: Any) -> Reading:
                        if _is_thing(chunk.root) and chunk.root.i not in aside)
     speaker = any(_first_person(t) and t.dep_ in ("nsubj", "nsubjpass", "poss") for t in doc)
     finite = any(t.pos_ in ("VERB", "AUX") and "Fin" in t.morph.get("VerbForm") for t in doc)
-    # A perfect ("I've watched 4 films in the last 3 months": a participle with its auxiliary) is a running total
-    # that holds now, no action done; a participle alone ("last seen 365 s ago") is one.
-    past_action = any(t.dep_ == "ROOT" and t.pos_ == "VERB" and "Past" in t.morph.get("Tense")
-                      and not ("Part" in t.morph.get("VerbForm") and any(c.dep_ == "aux" for c in t.children))
-                      for t in doc)
     # A past action on a date of its own ("on June 2", "yesterday") happened then; a span ("for 6 months") is none.
-    anchored = any(e.label_ in ("DATE", "TIME") and not (e.root.dep_ == "pobj" and e.root.head.lemma_ in _SPANS)
-                   for e in doc.ents)
+    dates = [e for e in doc.ents if e.label_ in ("DATE", "TIME")
+             and not (e.root.dep_ == "pobj" and e.root.head.lemma_ in _SPANS)]
+    # The main verb's action, or one a date places in a clause of its own ("Here's how I spent yesterday morning").
+    dated = {verb.i for e in dates for verb in [_verb_of(e.root)] if verb is not None}
+    past_action = any(t.pos_ == "VERB" and (t.dep_ == "ROOT" or t.i in dated) and _done(t) for t in doc)
+    anchored = bool(dates)
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
     in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
     content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values | aside
@@ -314,6 +316,27 @@ def _opening_aside(doc: Any, values: list[tuple[Any, str]]) -> set[int]:
     return aside
 
 
+def _verb_of(token: Any) -> Any | None:
+    """The verb a date or a phrase hangs from, directly or through its preposition ("spent yesterday morning",
+    "hiked on Friday")."""
+    node = token.head.head if token.dep_ == "pobj" else token.head
+    return node if node.pos_ == "VERB" and node.i != token.i else None
+
+
+def _done(verb: Any) -> bool:
+    """An action done: a verb in the past ("I played", "last seen 365 s ago"), or a passive whose auxiliary is
+    ("was parked"); not a perfect ("I've watched 4 films": a running total that holds now) nor a passive said of now
+    ("is stored", "has been stored")."""
+    if "Past" not in verb.morph.get("Tense"):
+        return False
+    if "Part" not in verb.morph.get("VerbForm"):
+        return True
+    passive = [c for c in verb.children if c.dep_ == "auxpass"]
+    if passive and not any(c.dep_ == "aux" for c in verb.children):
+        return any("Past" in c.morph.get("Tense") and "Fin" in c.morph.get("VerbForm") for c in passive)
+    return not any(c.dep_ in ("aux", "auxpass") for c in verb.children)
+
+
 def _simple_past(root: Any) -> bool:
     """A main verb in the simple past ("I played a nocturne"): an action done; "I've visited 14 countries" is a
     perfect, a running total that holds now, and "I found that … is the perfect ratio" reports a state."""
@@ -361,7 +384,7 @@ def _attribute(token: Any) -> Attribute:
     # What a copula says something is ("… is the perfect ratio") describes it: its adjectives praise, not pick out.
     kinds = _NOUNS | {"VERB"} if token.dep_ == "attr" else _NOUNS | {"ADJ", "VERB"}
     modifiers = {c.lemma_.lower() for c in token.children if c.dep_ in _MODIFIERS and c.pos_ in kinds
-                 and not c.like_num}
+                 and not c.like_num and any(ch.isalpha() for ch in c.text)}
     # A subject's rank picks out which one is spoken of ("my first car was a Honda"): elsewhere it is a value.
     if token.dep_ in _SUBJECTS:
         modifiers |= {_number(c) for c in token.children if c.dep_ in ("amod", "nummod") and _ordinal(c)}
@@ -641,11 +664,12 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
     alike, "I keep my bike in the shed" / "I keep my bike under the stairs", still are: `_said_alike`)."""
     found = []
     for verb in doc:
-        present = "Pres" in verb.morph.get("Tense") or "Prog" in verb.morph.get("Aspect")
-        if verb.pos_ != "VERB" or verb.dep_ != "ROOT" or not present or _hedged(verb):
+        if verb.pos_ != "VERB" or verb.dep_ != "ROOT" or not _present(verb) or _hedged(verb):
             continue
-        objects = [c for c in verb.children if c.dep_ == "dobj" and _is_thing(c)]
-        for prep in (c for c in verb.children if c.dep_ == "prep" and objects and c.i > objects[0].i):
+        # What is done to: the object, or the subject of a passive ("the kayak is stored at …").
+        objects = [c for c in verb.children if c.dep_ in ("dobj", "nsubjpass") and _is_thing(c)]
+        for prep in (c for c in verb.children if c.dep_ in _SLOTS and c.pos_ == "ADP" and objects
+                     and c.i > objects[0].i):
             for slot in (c for c in prep.children if c.dep_ == "pobj" and _is_thing(c) and c.i not in taken):
                 filled = _attribute(slot)
                 value = " ".join(sorted(filled.modifiers | {filled.head}))
@@ -653,6 +677,13 @@ def _slot_facts(doc: Any, taken: set[int]) -> tuple[Fact, ...]:
                     thing = _attribute(obj)
                     found.append(Fact(Attribute(thing.head, thing.modifiers | {prep.lemma_.lower()}), value, None))
     return tuple(found)
+
+
+def _present(verb: Any) -> bool:
+    """Said of now: the verb in the present tense or progressive, or, in the passive, its auxiliary in the present
+    ("is stored": the participle itself is tagged past)."""
+    return ("Pres" in verb.morph.get("Tense") or "Prog" in verb.morph.get("Aspect")
+            or any(c.dep_ == "auxpass" and "Pres" in c.morph.get("Tense") for c in verb.children))
 
 
 @lru_cache(maxsize=1024)
