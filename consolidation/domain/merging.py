@@ -46,7 +46,7 @@ from zeromem.core.domain.text import sentences as sentences  # re-exported: jobs
 from zeromem.core.domain.text import split_speaker as split_speaker  # re-exported: jobs/safety.py imports it here
 from zeromem.language.content import is_question, text_says_something
 from zeromem.language.facts import facts_ahead, facts_of
-from zeromem.language.reference import leans_on, leans_outside, left_out
+from zeromem.language.reference import leans_on, left_out
 from zeromem.language.rules_tables.merging import (
     AGO,
     FAREWELL,
@@ -92,9 +92,6 @@ class _Sentence:
     text: str
     words: frozenset[str]
     values: frozenset[str]
-    # It leans on another turn, read with every sentence of its own turn, those a merge never writes too
-    # (`leans_outside`): "That picture is so cute! The kids look so happy." — the small talk goes, the lean stays.
-    leans: bool = False
 
 
 def is_low_signal(sentence: str, common_names: frozenset[str] = frozenset()) -> bool:
@@ -320,26 +317,22 @@ def _sentences_of(members: Sequence[Member], common_names: frozenset[str]) -> li
 
 @lru_cache(maxsize=4096)
 def _parsed_sentences(member: Member, common_names: frozenset[str]
-                      ) -> tuple[tuple[str, str, frozenset[str], frozenset[str], bool], ...]:
-    """(speaker, anchored text, content words, values, whether it leans read with its whole turn) of each
-    informative sentence of a member. Cached: a run parses a cluster's members to find its paraphrase candidates
-    and again to merge them, and the parse (entity extraction above all) is most of the plan's time; bounded, so a
-    worker's memory stays flat."""
+                      ) -> tuple[tuple[str, str, frozenset[str], frozenset[str]], ...]:
+    """(speaker, anchored text, content words, values) of each informative sentence of a member. Cached: a run
+    parses a cluster's members to find its paraphrase candidates and again to merge them, and the parse (entity
+    extraction above all) is most of the plan's time; bounded, so a worker's memory stays flat."""
     if member.chatter:
         return ()
     speaker, body = split_speaker(member.text)
-    parts = sentences(body)
-    kept = _informative(parts, common_names, speaker)
-    leaning = leans_outside(parts) if any(kept) else []
-    return tuple((speaker, anchored, _content(anchored), concrete_values(anchored), leaning[n])
-                 for n, text in enumerate(parts) if kept[n]
+    return tuple((speaker, anchored, _content(anchored), concrete_values(anchored))
+                 for text in _informative(sentences(body), common_names, speaker)
                  for anchored in [anchor_dates(text, member.on)])
 
 
-def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: str) -> list[bool]:
-    """Which sentences a merge may write: those that are not low-signal, a statement that looks like small talk
-    ("Saturday works for me!": it carries a value by the parse), and a low-signal one the next kept sentence leans
-    on ("Did your doctor say anything? They gave me tips.": without the question, "they" points at nothing)."""
+def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: str) -> list[str]:
+    """The sentences that are not low-signal, a statement that looks like small talk ("Saturday works for me!":
+    it carries a value by the parse), and a low-signal one the next kept sentence leans on ("Did your doctor say
+    anything? They gave me tips.": without the question, "they" points at nothing)."""
     keep = [not is_low_signal(text, common_names) for text in parts]
     for i, kept in enumerate(keep):
         if not kept and not _QUESTION.search(parts[i]):
@@ -347,7 +340,7 @@ def _informative(parts: Sequence[str], common_names: frozenset[str], speaker: st
     for i in range(1, len(parts)):
         if keep[i] and not keep[i - 1] and leans_on(parts[i], parts[i - 1]):
             keep[i - 1] = True
-    return keep
+    return [text for text, kept in zip(parts, keep, strict=True) if kept]
 
 
 def _redundant(candidate: _Sentence, kept: _Sentence, threshold: float, lossless: bool) -> bool:
@@ -662,7 +655,7 @@ def _standing_alone(found: list[_Sentence], members: Sequence[Member], names: fr
     for member, own in by_member.items():
         if members[member].written:
             continue
-        leaning, saying = left_out([s.text for s in own], names, leaning_in_turn=[s.leans for s in own])
+        leaning, saying = left_out([s.text for s in own], names)
         if saying and members[member].asked:  # written whole after the question: nothing in it points elsewhere
             quoted.add(member)
             leaning = []

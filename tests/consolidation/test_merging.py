@@ -635,16 +635,6 @@ def test_a_reaction_to_another_turn_is_left_out_of_the_text_and_its_member_cited
     assert sorted(chunk.members) == [0, 1]
 
 
-def test_a_reaction_going_on_after_small_talk_the_merge_drops_is_not_glued_on():
-    """"That photo is lovely!" leans on the other speaker's photo and goes as small talk; "The puppies look so
-    sleepy." goes on about that photo. Read without the sentence before it, it would be glued after Noor's own news
-    as if her puppies: the turn is read whole, so it is kept out of the merge as it was said."""
-    members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
-               Member("Noor: Thanks, Ravi. That photo is lovely! The puppies look so sleepy in the basket.", MAY_8)]
-    chunks = merge_cluster(members, limit=350)
-    assert all("puppies" not in chunk.text and 1 not in chunk.members for chunk in chunks)
-
-
 def test_a_member_that_names_what_its_pronoun_stands_for_is_merged():
     members = [Member("Noor: I repainted the garden shed green last weekend with my neighbour Sam.", MAY_8),
                Member("Noor: I adopted two rabbits in spring. They love fresh carrots from the market.", MAY_8)]

@@ -17,8 +17,7 @@ from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.language.pipeline import nlp
 from zeromem.language.values import Candidate, is_addressee, value_candidates
 
-# (thing | mass | pronoun | pointed | definite, lemma); a pronoun's lemma is "plural" for "they"/"them"/"those", else
-# "". A "definite" subject ("the kids") is also a thing.
+# (thing | mass | pronoun | pointed, lemma); a pronoun's lemma is "plural" for "they"/"them"/"those", else "".
 Mention = tuple[str, str]
 
 
@@ -168,18 +167,10 @@ def _mentions(doc: Any) -> tuple[Mention, ...]:
             continue
         if _pointed(token):
             found.append(("pointed", token.lemma_.lower()))
-        elif _definite_subject(token):
-            found.append(("definite", token.lemma_.lower()))
         if (_argument(token) or token.dep_ in _COMPLEMENTS and not _has_object(token)) \
-                and not _spoken_to(token) and not _degree(token):
+                and not _spoken_to(token):
             found.append(("mass" if _bare_singular(token) else "thing", token.lemma_.lower()))
     return tuple(found)
-
-
-def _degree(token: Any) -> bool:
-    """A comparative or superlative adjective in a thing's slot ("hear more about it"): an amount of what is
-    spoken of, nothing a pronoun stands for (the adjective's degree is morphology, not a word list)."""
-    return token.pos_ == "ADJ" and bool({"Cmp", "Sup"} & set(token.morph.get("Degree")))
 
 
 def _bare_singular(noun: Any) -> bool:
@@ -208,14 +199,6 @@ def _pointed(token: Any) -> bool:
     ("this weekend" points at the calendar, not at another turn)."""
     return token.pos_ == "NOUN" and token.ent_type_ not in ("DATE", "TIME") and any(
         c.dep_ == "det" and "Dem" in c.morph.get("PronType") for c in token.children)
-
-
-def _definite_subject(token: Any) -> bool:
-    """A subject under "the" (the article by the parse: Definite=Def), not a time: "The kids look so happy." speaks
-    of kids the listener knows of, from the turn it answers or from before."""
-    return token.pos_ == "NOUN" and token.dep_ in ("nsubj", "nsubjpass") and token.ent_type_ not in ("DATE", "TIME") \
-        and any(c.dep_ == "det" and "Def" in c.morph.get("Definite") and "Art" in c.morph.get("PronType")
-                for c in token.children)
 
 
 def _stands_for_a_thing(pronoun: Any) -> bool:

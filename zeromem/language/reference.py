@@ -9,8 +9,6 @@ came before them there. All decided from the parse."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from zeromem.language.content import text_says_something
 from zeromem.language.facts import SentenceFacts, facts_of
 
@@ -36,26 +34,19 @@ def leans_outside(sentences: list[str]) -> list[bool]:
     - "this", "that", "these" or "those" before a noun the turn has not named ("That hiking spot looks great");
     - a main verb whose subject is left out, where it is the "it" or "that" of what was said before: a verb in the
       third person present or the copula ("Looks like fun!", "Must have been amazing!"; a bare verb is an order
-      or the speaker's own elided "I");
-    - right after a sentence that leans, a subject under "the" the turn has not named (`_going_on`).
+      or the speaker's own elided "I").
     A sentence that leans names nothing a later one may stand for: a merge leaves it out, or the turn as said.
     (A pronoun's number is no guide across sentences: "they" may be one doctor.) The one spoken to is no antecedent
     (no mention of a thing: `facts`): "Aww John, bummer about that." is about what John said."""
     nouns: set[str] = set()
-    out: list[bool] = []
+    out = []
     for sentence in sentences:
         facts = facts_of(sentence)
-        leans = bool(_leaning(facts, nouns)) or bool(out) and out[-1] and _going_on(facts, nouns)
+        leans = bool(_leaning(facts, nouns))
         out.append(leans)
         if not leans:
             nouns |= {lemma for kind, lemma in facts.mentions if kind in ("thing", "mass")}
     return out
-
-
-def _going_on(facts: SentenceFacts, nouns: set[str]) -> bool:
-    """After a sentence that leans on the turn it answers, a subject under "the" that the turn has not named goes on
-    about what that turn said or showed ("That picture is so cute! The kids look so happy splashing in the waves.")."""
-    return any(kind == "definite" and lemma not in nouns for kind, lemma in facts.mentions)
 
 
 def _leaning(facts: SentenceFacts, nouns: set[str]) -> set[str]:
@@ -73,16 +64,13 @@ def _leaning(facts: SentenceFacts, nouns: set[str]) -> set[str]:
     return reasons
 
 
-def left_out(sentences: list[str], names: frozenset[str] = frozenset(), *,
-             leaning_in_turn: Sequence[bool] = ()) -> tuple[list[int], list[int]]:
+def left_out(sentences: list[str], names: frozenset[str] = frozenset()) -> tuple[list[int], list[int]]:
     """What a text written from one turn's sentences (a merge, a remainder) may not hold: the sentences that lean
     on another turn (`leans_outside`), which would point at whatever came before them there; and those of them
     that keep the turn as it was said, as they cannot go: they say something ("He's a German Shepherd." answering
     "What breed is Toby?") or the next sentence leans on them ("That pic is gorgeous! It gives me hope.").
-    `names`: the names that are no value (the people talking). `leaning_in_turn`: which of them lean read with the
-    whole turn they come from, where `sentences` are only a part of it."""
-    leaning = [n for n, leans in enumerate(leans_outside(sentences))
-               if leans or n < len(leaning_in_turn) and leaning_in_turn[n]]
+    `names`: the names that are no value (the people talking)."""
+    leaning = [n for n, leans in enumerate(leans_outside(sentences)) if leans]
     saying = [n for n in leaning if text_says_something(sentences[n], names)
               or n + 1 < len(sentences) and leans_on(sentences[n + 1], sentences[n])]
     return leaning, saying
