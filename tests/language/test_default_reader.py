@@ -95,14 +95,6 @@ def test_a_newer_value_said_in_another_shape_replaces_the_older(reader, older, n
     assert reader.relation([pair(older, newer)]) == [REPLACES]
 
 
-def test_statements_worded_apart_meet_on_a_shared_content_word(reader):
-    """The index pairs statements by what they say, not only by the noun a value hangs from: "my daily practice"
-    (the attribute) and "practicing" (a verb of the newer one) are one thing to compare."""
-    older_keys, newer_keys = reader.keys([Said("My daily practice takes about 30 minutes.", BASE),
-                                          Said("Since the recital was announced I spend 90 minutes practicing.", BASE)])
-    assert older_keys & newer_keys
-
-
 def test_a_past_action_a_date_places_in_a_clause_of_its_own_is_an_event(reader):
     """"Here's how I spent last Sunday, …": the main verb frames; the action is the clause's, done on its date."""
     assert read(["Here's how I spent last Sunday, hiking near Lake Tahoe."])[0].event

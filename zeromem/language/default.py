@@ -171,11 +171,10 @@ class Reading:
 
     @property
     def keys(self) -> frozenset[str]:
-        """Index keys for candidate pairs: the attributes' heads, the nouns counted, tallied or ranked
-        (`Fact.counted`), so that a count meets its tally or rank, and the content words, so that a thing said as a
-        noun once and a verb once ("my daily practice" / "I spend 90 minutes practicing") meets too."""
+        """Index keys for candidate pairs: the attributes' heads, and the nouns counted, tallied or ranked
+        (`Fact.counted`), so that a count meets its tally or rank."""
         return (frozenset(f.attribute.head for f in self.facts) | frozenset(a.head for a in self.attributes)
-                | frozenset(f"#{noun}" for f in self.facts for noun in f.counted) | self.content)
+                | frozenset(f"#{noun}" for f in self.facts for noun in f.counted))
 
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
