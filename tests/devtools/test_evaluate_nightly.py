@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from consolidation.models import ConsolidationRun, LedgerEntry
 from tests.devtools.test_evaluate_longmemeval import QUESTIONS as LME_QUESTIONS
+from tests.devtools.test_evaluate_longmemeval import SOUP, day, said
 from zeromem.devtools.evaluation.nightly import HEADLINE, Beat, Snapshot, calendar, changes
 
 BEAT = Beat.of()
@@ -110,3 +111,28 @@ def test_longmemeval_questions_are_replayed_too_and_report_current_above_stale(t
     assert result["current_above_stale_before"] in (0.0, 1.0)  # over the one question with a stale turn
     assert result["current_above_stale_after"] in (0.0, 1.0)
     assert result["idle_changes"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_value_a_later_session_changes_is_counted_and_listed_as_a_supersede(tmp_path):
+    (tmp_path / "oracle").mkdir()
+    rent = {"question_id": "r3nt", "question": "How much is my rent?", "answer": "$1,550",
+            "question_type": "knowledge-update", "question_date": day(2023, 8, 1),
+            # A later session, so the update's is no longer the one going on (clustering leaves that one be).
+            "haystack_session_ids": ["old", "new", "soup"],
+            "haystack_dates": [day(2023, 3, 1), day(2023, 6, 20), day(2023, 7, 10)],
+            "haystack_sessions": [said("My rent is $1,400.", "Good to know.", evidence=True),
+                                  said("The landlord raised my rent to $1,550.", "That is a big jump.", evidence=True),
+                                  SOUP],
+            "answer_session_ids": ["old", "new"]}
+    (tmp_path / "oracle" / "3_0_r3nt.json").write_text(json.dumps(rent))
+    out = io.StringIO()
+    call_command("evaluate", "nightly", "--data", "longmemeval", "--path", str(tmp_path), "--idle-nights", "2",
+                 "--json", stdout=out, stderr=io.StringIO())
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+
+    assert result["supersedes"] == 1 and result["supersedes_per_1000_turns"] == round(1000 / 6, 2)  # of the 6 turns
+    assert result["supersedes_list"] == [{"user_id": "lme-r3nt", "older": "My rent is $1,400.",
+                                          "newer": "The landlord raised my rent to $1,550."}]
+    assert [row["supersedes"] for row in result["per_night"]][0] == 0  # the night after the first session
+    assert result["per_night"][-1]["supersedes"] == 1

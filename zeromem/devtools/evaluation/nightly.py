@@ -21,7 +21,10 @@ Figures (totals over the data):
 - `idle_changes`: memories created, retired, or changed (state or text) and relations written on idle nights
   after the first one (0: the store is a fixed point);
 - `statements_lost`: the largest count over nights of source statements no active memory states and no retirement
-  explains (statements.py); `_idle`: after the idle nights.
+  explains (statements.py); `_idle`: after the idle nights;
+- `supersedes`: memories clustering retired as superseded by the end, with `supersedes_per_1000_turns` (of the raw
+  store) and the first of them under `supersedes_list`, as `evaluate locomo` reports them; each night's row counts
+  its user's so far.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from zeromem.core.domain.recall import budget_recall, content_words, within_budg
 from zeromem.core.policies import policies_for, policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo, longmemeval, retrieval, statements
+from zeromem.devtools.evaluation.supersedes import listed, superseded_count, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemoryRelation, MemoryState
 
@@ -300,6 +304,7 @@ class Totals:
     lost_idle_samples: list[str] = field(default_factory=list)
     evidence_samples: list[str] = field(default_factory=list)  # evidence turns no active memory states
     idle_changed_nights: list[dict[str, Any]] = field(default_factory=list)  # the idle nights that changed any
+    supersedes: list[dict[str, Any]] = field(default_factory=list)  # after each user's last night
 
 
 def evaluate_nightly(*, replayed: Sequence[Replayed], nights: int = 0, idle_nights: int = IDLE_NIGHTS,
@@ -340,7 +345,7 @@ def _replay(one: Replayed, tenant_id: int, raw_id: int, cap: int, window: timede
             f"clustering {','.join(runs.clustering) or '-'}, reflection {','.join(runs.reflection) or '-'}"
             f"{', lifecycle ' + ','.join(runs.lifecycle) if runs.lifecycle else ''}; "
             f"active {row['active']}/{row['raw']}, chars {row['chars']}/{row['raw_chars']}, evidence survival "
-            f"{row['evidence_survival']}, statements lost {row['statements_lost']}")
+            f"{row['evidence_survival']}, statements lost {row['statements_lost']}, supersedes {row['supersedes']}")
     totals.nights += len(schedule)
     return schedule[-1] if schedule else clock.now
 
@@ -364,6 +369,7 @@ def _night_row(one: Replayed, tenant_id: int, raw_id: int, night: datetime, runs
         totals.lost_samples[one.user_id] = [s.text for s in lost[:SAMPLES]]
     return {"user": one.user_id, "night": night.isoformat(), "arrived": arrived, "active": active, "raw": raw_active,
             "chars": chars, "raw_chars": raw_chars, "evidence_survival": survival, "statements_lost": len(lost),
+            "supersedes": superseded_count(tenant_id=tenant_id, user_id=one.user_id),
             "clustering": list(runs.clustering), "reflection": list(runs.reflection), "lifecycle": list(runs.lifecycle)}
 
 
@@ -379,6 +385,7 @@ def _compare(one: Replayed, tenant_id: int, raw_id: int, totals: Totals) -> None
     totals.survivors += len(survivors)
     totals.stated += len(still)
     totals.evidence_samples += [one.texts[t] for t in sorted(survivors - still)][:SAMPLES]
+    totals.supersedes += listed(superseded_memories(tenant_id=tenant_id, user_id=one.user_id))
     probes = [p for p in one.probes if p.evidence <= arrived]
     recall_of(raw_id, one, probes, totals.recall_raw)
     recall_of(tenant_id, one, probes, totals.recall_after)
@@ -441,6 +448,9 @@ def _figures(totals: Totals, replayed: Sequence[Replayed], seconds: float) -> di
         "chars_raw": totals.raw[1], "chars_after": totals.after[1],
         "chars_ratio": _ratio(totals.after[1], totals.raw[1]),
         "idle_nights": totals.idle_nights, "idle_changes": totals.idle_changes,
+        "supersedes": len(totals.supersedes),
+        "supersedes_per_1000_turns": round(len(totals.supersedes) * 1000 / totals.raw[0], 2) if totals.raw[0] else 0.0,
+        "supersedes_list": totals.supersedes[:retrieval.SUPERSEDES_LISTED],
         "idle_changed_nights": totals.idle_changed_nights[:SAMPLES * 4],
         "seconds": seconds, "per_night": totals.per_night,
         "samples": {"statements_lost": [t for texts in totals.lost_samples.values() for t in texts][:SAMPLES * 4],

@@ -35,7 +35,7 @@ from zeromem.core.policies import policy_for
 from zeromem.core.selectors import MemoryFilter, memories_search
 from zeromem.devtools.evaluation import locomo
 from zeromem.devtools.evaluation.statements import lost
-from zeromem.devtools.evaluation.supersedes import successor_text, superseded_memories
+from zeromem.devtools.evaluation.supersedes import listed, superseded_memories
 from zeromem.devtools.evaluation.tenants import evaluation_tenant
 from zeromem.models import Memory, MemorySource, Tenant
 
@@ -179,8 +179,7 @@ def supersedes(tenant_id: int, turns: int) -> dict[str, Any]:
     retired = superseded_memories(tenant_id=tenant_id)
     return {"supersedes": len(retired),
             "supersedes_per_1000_turns": round(len(retired) * 1000 / turns, 2) if turns else 0.0,
-            "supersedes_list": [{"user_id": m.user_id, "older": m.content, "newer": successor_text(m)}
-                                for m in retired[:SUPERSEDES_LISTED]]}
+            "supersedes_list": listed(retired[:SUPERSEDES_LISTED])}
 
 
 def archived_evidence(tenant_id: int, users: dict[str, locomo.Conversation]) -> dict[str, Any]:
