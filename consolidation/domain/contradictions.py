@@ -453,10 +453,11 @@ def features_current(stored: Mapping[str, Any] | None, reader: Reader) -> bool:
 Features = Sequence[Mapping[str, Any] | None] | None  # stored features by memory index (`memory_features`)
 
 
-def said_of(claim: Claim, features: Features = None, vector: Any = None) -> Said:
+def said_of(claim: Claim, features: Features = None, vector: Any = None, *, alone: bool = True) -> Said:
     """A claim as the reader takes it, with its memory's stored features for its clause where there are some."""
     stored = features[claim.memory] if features is not None else None
-    return Said(claim.text, claim.statement.at, vector, stored.get("claims", {}).get(claim.text) if stored else None)
+    return Said(claim.text, claim.statement.at, vector, stored.get("claims", {}).get(claim.text) if stored else None,
+                alone=alone)
 
 
 def reader_pairs(claims: Sequence[Claim], reader: Reader, *, max_posting: int = 60,
@@ -490,17 +491,20 @@ _UNSURE = Verdict(COMPATIBLE, "the same attribute, no value clearly changed", 1.
 
 def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], reader: Reader,
                     vectors: Sequence[Any] | None = None, *, keep_unsure: bool = False,
-                    series_gap: timedelta = SERIES_GAP, features: Features = None) -> list[ClaimVerdict]:
+                    series_gap: timedelta = SERIES_GAP, features: Features = None,
+                    alone: Sequence[bool] | None = None) -> list[ClaimVerdict]:
     """The supersedes and contradictions the reader finds among the pairs, each judged once in time order, with
-    each claim's vector where `vectors` (by memory) has one. Within one session two statements are parts of one
-    account (a list, a correction): never flagged. Values of one attribute that change every `series_gap` or
-    sooner are readings of a measured quantity (`readings`), each true when measured: no verdict. With
-    `keep_unsure` (a model will look), also the pairs the reader finds about the same attribute without a clearly
-    changed value ("I'm learning the violin." / "I gave up the violin.")."""
+    each claim's vector where `vectors` (by memory) has one, and whether its memory says it `alone` (by memory: the
+    vector is the claim's own). Within one session two statements are parts of one account (a list, a correction):
+    never flagged. Values of one attribute that change every `series_gap` or sooner are readings of a measured
+    quantity (`readings`), each true when measured: no verdict. With `keep_unsure` (a model will look), also the
+    pairs the reader finds about the same attribute without a clearly changed value ("I'm learning the violin." /
+    "I gave up the violin.")."""
     ordered = [_in_time_order(claims[a], claims[b]) for a, b in pairs]
 
     def said(claim: Claim) -> Said:
-        return said_of(claim, features, vectors[claim.memory] if vectors is not None else None)
+        return said_of(claim, features, vectors[claim.memory] if vectors is not None else None,
+                       alone=alone[claim.memory] if alone is not None else True)
 
     relations = reader.relation([(said(o), said(n)) for o, n in ordered])
     found = [ClaimVerdict(older, newer, _READER_VERDICTS[relation])

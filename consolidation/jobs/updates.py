@@ -51,7 +51,7 @@ from consolidation.selectors import ClusteringRow, Loaded
 from profiles.services import profile_items_retire
 from zeromem.core.adapters.embeddings import embed_texts
 from zeromem.core.domain.policy import UpdatesPolicy
-from zeromem.core.domain.text import split_speaker
+from zeromem.core.domain.text import sentences, split_speaker
 from zeromem.core.domain.transitions import TransitionRefused
 from zeromem.core.events import event_emit, event_emit_all, semantic_event_data
 from zeromem.core.services import content_hash, memories_features_store, search_stats_add
@@ -90,6 +90,7 @@ def updates_plan(loaded: Loaded, common: frozenset[str], judge: Judge | None, po
         features = [row.features for row in loaded.rows]
         found = reader_pairs(claims, reader, features=features)
         verdicts = reader_verdicts(claims, found, reader, vectors=_whole_claim_vectors(loaded, claims),
+                                   alone=_one_sentence(loaded),
                                    keep_unsure=judge is not None, series_gap=timedelta(hours=policy.series_hours),
                                    features=features)
     updates = updates_of(judge(verdicts) if judge else verdicts, [r.content for r in loaded.rows])
@@ -173,10 +174,15 @@ def user_claims(loaded: Loaded, common: frozenset[str], *, rules: bool = False) 
 
 
 def _whole_claim_vectors(loaded: Loaded, claims: Sequence[Claim]) -> list[np.ndarray | None]:
-    """Each memory's stored vector where its one claim is all it says (a longer turn's vector is about more)."""
+    """Each memory's stored vector where its one claim is all it claims (a longer turn's vector is about more)."""
     per_memory = Counter(c.memory for c in claims)
     return [loaded.vectors[n] if loaded.vectors is not None and loaded.has_vector[n] and per_memory[n] == 1 else None
             for n in range(len(loaded.rows))]
+
+
+def _one_sentence(loaded: Loaded) -> list[bool]:
+    """Per memory: it says one sentence, so its vector is that sentence's alone (the change head reads no more)."""
+    return [len(sentences(split_speaker(row.content)[1])) == 1 for row in loaded.rows]
 
 
 def decisions_of(updates: Updates) -> list[Decision]:

@@ -187,6 +187,23 @@ def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_e
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_reported_change_supersedes_what_it_ends_and_a_longer_turn_saying_more_does_not(tenant, now):
+    """The change head reads a turn's vector only where the turn is the one sentence (its vector is the claim's)."""
+    club = ingest_one(tenant, "I play in a Sunday chess club.", session="a", created_at=now - 60 * DAY)
+    quit_ = ingest_one(tenant, "I quit the chess club last month.", session="b", created_at=now - 5 * DAY)
+    # The turn's one claim is the thanks for the club; the quitting its vector carries is denied, and no claim.
+    grateful = ingest_one(tenant, "I'm grateful for the chess club.", session="a", created_at=now - 60 * DAY,
+                          user="u2")
+    ingest_one(tenant, "Thanks! I really appreciate the chess club. I am gonna keep going and never quit. Bye!",
+               session="b", created_at=now - 5 * DAY, user="u2")
+    for user in ("u1", "u2"):
+        ingest_one(tenant, "Good morning!", session="today", created_at=now, user=user)
+        clustering_run_now(tenant_id=tenant.id, user_id=user, trigger="cli")
+    assert Memory.objects.get(id=club).superseded_by_id == quit_
+    assert Memory.objects.get(id=grateful).superseded_by_id is None
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_flagged_contradiction_leaves_both_active_with_a_ledger_row(tenant, now):
     first = ingest_one(tenant, "The queue limit is 500 messages.", session="a", created_at=now - 10 * DAY)
     second = ingest_one(tenant, "The queue limit is 800 messages.", session="a2",

@@ -37,8 +37,10 @@ def test_the_command_scores_the_rules_reader_on_every_judgement_of_the_split(tmp
     assert result["split"] == "test" and result["items_total"] == len(items)
     assert result["items"] == sum(item.topic == TEST_TOPIC for item in items) < len(items)
     assert set(result["readers"]) == {"rules"}
-    assert set(result["readers"]["rules"]) == {"chatter", "same_attribute", "relation"}
-    assert all(0 <= accuracy <= 1 for accuracy in result["readers"]["rules"].values())
+    assert set(result["readers"]["rules"]) == {"chatter", "change", "same_attribute", "relation"}
+    judged = {item.judgement for item in items if item.topic == TEST_TOPIC}  # a judgement with no items scores null
+    assert {j for j, accuracy in result["readers"]["rules"].items() if accuracy is not None} == judged
+    assert all(0 <= result["readers"]["rules"][judgement] <= 1 for judgement in judged)
     assert "rules / relation: accuracy" in err.getvalue() and "label / answer" in err.getvalue()
 
 
@@ -68,8 +70,9 @@ def test_a_judgement_a_reader_does_not_make_scores_null_and_sentences_carry_date
     reader = _ChatterOnly()
     scores = evaluate_language(items=items, readers={"chatter-only": reader, "absent": None},
                                vectors={"Thanks!": [1.0, 0.0], "My rent is $1,400.": [0.0, 1.0]})
-    assert figures(scores) == {"chatter-only": {"chatter": 0.5, "same_attribute": None, "relation": None},
-                               "absent": {"chatter": None, "same_attribute": None, "relation": None}}
+    assert figures(scores) == {
+        "chatter-only": {"chatter": 0.5, "change": None, "same_attribute": None, "relation": None},
+        "absent": {"chatter": None, "change": None, "same_attribute": None, "relation": None}}
     assert [s.vector for s in reader.seen] == [[1.0, 0.0], [0.0, 1.0]]
     older, newer = items[2].said({})
     assert newer.at - older.at == timedelta(days=28) and newer.at < labelled.BASE_DATE

@@ -375,3 +375,43 @@ def test_a_value_in_a_verb_completing_an_adjective_is_an_attitude_no_fact(reader
     assert reader.relation([pair(older, newer)]) == [KEEPS]
     assert reader.relation([pair("My go-to dinner spot is Nobu.", "My go-to dinner spot is Zuma these days.")]) == [
         REPLACES]
+
+
+def said_with_vectors(older: str, newer: str, *, newer_alone: bool = True) -> tuple[Said, Said]:
+    """The pair as clustering hands it over: each sentence with its stored MiniLM vector."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from zeromem.devtools.language.vectors import minilm_vectors
+
+    vectors = minilm_vectors([older, newer], workers=1, cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
+    return (Said(older, BASE, vectors[older].tolist()),
+            Said(newer, BASE + timedelta(days=40), vectors[newer].tolist(), alone=newer_alone))
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I play in a Sunday chess club.", "I quit the chess club last month."),
+    ("I volunteer at the hospice on Thursdays.", "I stopped volunteering at the hospice after my surgery."),
+    ("Our band rehearses in my garage.", "Our band broke up over the summer."),
+])
+def test_a_change_the_speaker_reports_of_what_the_older_says_replaces_it_without_a_new_value(reader, older, newer):
+    assert reader.relation([said_with_vectors(older, newer)]) == [REPLACES]
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("I play in a Sunday chess club.", "I won't quit the chess club, whatever happens."),  # denied
+    ("I play in a Sunday chess club.", "Quitting my job gave me more time for the chess club."),  # named in passing
+    ("I play in a Sunday chess club.", "The chess club had a tournament yesterday."),  # no change
+    ("My sister grows tomatoes.", "I sold my old lawnmower."),  # a change, of something else
+])
+def test_a_change_that_does_not_end_what_the_older_says_keeps_it(reader, older, newer):
+    assert reader.relation([said_with_vectors(older, newer)]) == [KEEPS]
+
+
+def test_a_change_is_read_only_from_a_vector_of_the_sentence_alone(reader):
+    """A claim of a longer turn carries the turn's vector, which says more than the claim: no change is read."""
+    older, newer = said_with_vectors("I play in a Sunday chess club.", "I quit the chess club last month.",
+                                     newer_alone=False)
+    assert reader.change([newer]) == [False]
+    assert reader.relation([(older, newer)]) == [KEEPS]

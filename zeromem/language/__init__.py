@@ -1,7 +1,10 @@
 """The language seam: every judgement about what English text means goes through a `Reader`.
 
-Three judgements, each batched (a parse costs ~1.6 ms a sentence, and work is batched where it can be):
+Four judgements, each batched (a parse costs ~1.6 ms a sentence, and work is batched where it can be):
 - `chatter`: says this sentence nothing a later question could ask about (a greeting, thanks, small talk)?
+- `change`: does this sentence say that something the speaker had, did or was has ended or been replaced ("I gave up
+  hot yoga.", "We sold the lake cabin.")? Such a statement retires an older one about the same thing without
+  naming a new value;
 - `same_attribute`: do two statements speak of the same attribute ("My phone bill is $80." / "They raised my phone
   bill to $95.": the phone bill), modifiers included ("the staging cluster" is not "the production cluster")?
 - `relation`: does the newer statement replace the older one (`REPLACES`), contradict it (`CONTRADICTS`: another
@@ -21,18 +24,21 @@ from typing import Any, Protocol
 
 REPLACES, CONTRADICTS, KEEPS = "replaces", "contradicts", "keeps"
 RELATIONS = (REPLACES, CONTRADICTS, KEEPS)
-JUDGEMENTS = ("chatter", "same_attribute", "relation")
+JUDGEMENTS = ("chatter", "change", "same_attribute", "relation")
 
 
 @dataclass(frozen=True)
 class Said:
     """A sentence as it was said: its text, when, and (where stored) its MiniLM vector and the parse features a
-    reader stored for it (`Reader.features`: a memory is parsed once in its life, not each night)."""
+    reader stored for it (`Reader.features`: a memory is parsed once in its life, not each night). `alone`: the text
+    is all its memory says, so the vector is of this sentence; a claim of a longer turn may carry the turn's vector,
+    which says more ("Thanks! I appreciate your help. I'm gonna keep going and never quit.")."""
 
     text: str
     at: datetime
     vector: Sequence[float] | None = None
     features: Mapping[str, Any] | None = None
+    alone: bool = True
 
 
 class Reader(Protocol):
@@ -50,6 +56,10 @@ class Reader(Protocol):
         ...
 
     def chatter(self, said: Sequence[Said]) -> list[bool]: ...
+
+    def change(self, said: Sequence[Said]) -> list[bool]:
+        """Does each sentence say that something held before has ended or been replaced?"""
+        ...
 
     def asks_now(self, question: str) -> bool:
         """Does the question ask what holds now ("How much is my rent?"), not what happened once ("When did I…")?"""

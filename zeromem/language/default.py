@@ -16,8 +16,10 @@ attribute whose modifiers disagree. The newer replaces the older when they share
 changed, it was said later, and the older was neither a reading of a measured quantity (a verbless, speaker-less
 line with a number: "disk 71 percent"; both readings were true when measured) nor a one-off event (a past action
 anchored to its own moment, or one the speaker did not do). A negation that flips on the same predicate and thing is
-a changed value too. Said at the same time (within the minimum gap), a changed value is a contradiction for a person
-to decide.
+a changed value too. A newer statement that names no new value replaces too where it says that something ended or
+was replaced (the change head on its MiniLM vector: "I gave up hot yoga, I only do yin now.") and speaks of a thing
+the older one does (a noun phrase head or a value in common, no modifiers that disagree). Said at the same time
+(within the minimum gap), a changed value is a contradiction for a person to decide.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import numpy as np
 from number_parser import parse_number, parse_ordinal
 
 from zeromem.language import CONTRADICTS, KEEPS, REPLACES, Said
+from zeromem.language.head import Head, change_head, chatter_head
 
 # Entity types whose text is a value (what a later statement can change), and the ones that are amounts.
 _NAMED = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "WORK_OF_ART", "FAC", "NORP", "EVENT", "LANGUAGE"})
@@ -161,6 +164,7 @@ class Reading:
     event: bool  # a one-off: a past action on its own date, or one the speaker did not do
     past: bool = False  # its main verb is in the simple past, an action done ("I played a nocturne")
     said: frozenset[str] = frozenset()  # every value it names, whatever it attaches to, but those it leaves behind
+    acted: frozenset[str] = frozenset()  # what its main verbs act on or speak of (`_acted_on`)
 
     @property
     def named(self) -> frozenset[str]:
@@ -179,7 +183,7 @@ class Reading:
 
 # Raise it when `reading_of` or the sentence facts (`zeromem.language.facts`) change: stored features of another
 # version are read again.
-FEATURES_VERSION = 18
+FEATURES_VERSION = 19
 
 
 def reading_json(reading: Reading) -> dict[str, Any]:
@@ -191,7 +195,7 @@ def reading_json(reading: Reading) -> dict[str, Any]:
             "attributes": [attribute(a) for a in reading.attributes], "content": sorted(reading.content),
             "negated": reading.negated, "predicate": reading.predicate, "speaker": reading.speaker,
             "measured": reading.measured, "event": reading.event, "past": reading.past,
-            "said": sorted(reading.said)}
+            "said": sorted(reading.said), "acted": sorted(reading.acted)}
 
 
 def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
@@ -207,7 +211,7 @@ def reading_from_json(stored: Mapping[str, Any]) -> Reading | None:
                    attributes=tuple(attribute(a) for a in stored["attributes"]), content=frozenset(stored["content"]),
                    negated=stored["negated"], predicate=stored["predicate"], speaker=stored["speaker"],
                    measured=stored["measured"], event=stored["event"], past=stored["past"],
-                   said=frozenset(stored["said"]))
+                   said=frozenset(stored["said"]), acted=frozenset(stored["acted"]))
 
 
 def read_said(said: Sequence[Said]) -> list[Reading]:
@@ -256,7 +260,9 @@ def reading_of(doc: Any) -> Reading:
     aside = _opening_aside(doc, values)
     attributes = tuple(_attribute(chunk.root) for chunk in doc.noun_chunks
                        if _is_thing(chunk.root) and chunk.root.i not in aside)
-    speaker = any(_first_person(t) and t.dep_ in ("nsubj", "nsubjpass", "poss") for t in doc)
+    # "Maya and I broke up": the speaker is one of the subjects.
+    speaker = any(_first_person(t) and (t.dep_ in ("nsubj", "nsubjpass", "poss")
+                                        or t.dep_ == "conj" and t.head.dep_ in _SUBJECTS) for t in doc)
     finite = any(t.pos_ in ("VERB", "AUX") and "Fin" in t.morph.get("VerbForm") for t in doc)
     # A past action on a date of its own ("on June 2", "yesterday") happened then; a span ("for 6 months") is none.
     dates = [e for e in doc.ents if e.label_ in ("DATE", "TIME")
@@ -266,7 +272,7 @@ def reading_of(doc: Any) -> Reading:
     past_action = any(t.pos_ == "VERB" and (t.dep_ == "ROOT" or t.i in dated) and _done(t) for t in doc)
     anchored = bool(dates)
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
-    in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS | _NAMED}
+    in_values = {t.i for t, _ in values} | {t.i for e in doc.ents for t in e if e.label_ in _AMOUNTS or _name(t)}
     content = frozenset(t.lemma_.lower() for t in doc if t.pos_ in _CONTENT and t.i not in in_values | aside
                         and not t.like_num)
     # A negation of the statement itself: on its main verb, in a statement of the speaker's (`_declared`).
@@ -275,7 +281,29 @@ def reading_of(doc: Any) -> Reading:
                    predicate=_predicate(root) if root is not None else "", speaker=speaker,
                    measured=bool(values) and not speaker and not finite,
                    event=past_action and (anchored or not speaker), past=_simple_past(root),
-                   said=frozenset(value for _, value in values))
+                   said=frozenset(value for _, value in values),
+                   acted=_acted_on(root) if root is not None else frozenset())
+
+
+def _acted_on(root: Any) -> frozenset[str]:
+    """What the main verbs (the root, the verbs joined to it and those completing it: "I stopped seeing Karen and
+    found a new therapist", "I stopped riding with the club, I ride solo now") act on or speak of: their subjects,
+    objects and the objects of their prepositions, and what is joined to those ("Maya and I"), as lemmas and, for a
+    name, its value. A denied action ("I won't quit", "never quit") acts on nothing."""
+    verbs, arguments = [root], []
+    for verb in verbs:
+        verbs += [c for c in verb.children if c.dep_ in ("conj", "xcomp", "ccomp") and c.pos_ in ("VERB", "AUX")]
+    if any(c.dep_ == "neg" for verb in verbs for c in verb.children):
+        return frozenset()
+    for verb in verbs:
+        for child in verb.children:
+            if child.dep_ in ("nsubj", "nsubjpass", "dobj", "attr", "dative"):
+                arguments.append(child)
+            elif child.dep_ in ("prep", "agent"):
+                arguments += [c for c in child.children if c.dep_ == "pobj"]
+    arguments += [c for a in arguments for c in a.children if c.dep_ == "conj"]
+    names = {_phrase(e) for a in arguments for e in a.doc.ents if e.start <= a.i < e.end}
+    return frozenset({a.lemma_.lower() for a in arguments if a.pos_ in _NOUNS} | names)
 
 
 def _declared(root: Any) -> bool:
@@ -410,7 +438,7 @@ def _value_tokens(doc: Any) -> list[tuple[Any, str]]:
         dated_day = ent.label_ == "DATE" and (any(c.like_num for c in ent) or any(
             c.pos_ == "PROPN" for c in ent) and not _happened_then(ent.root))  # "the 14th", "Friday"
         # A name is a proper noun or written as one: the tagger also calls chat's "kinda" a person.
-        named = ent.label_ in _NAMED and not _addressed(ent) and any(
+        named = ent.label_ in _NAMED and not _owned(ent.root) and not _addressed(ent) and any(
             c.pos_ == "PROPN" or c.text[:1].isupper() for c in ent)
         if (ent.label_ in _AMOUNTS or named or dated_day) and not (len(ent) == 1 and _pronoun_number(ent.root)):
             numbers = [t for t in ent if t.like_num or _NUMERIC.match(t.text)]
@@ -463,6 +491,16 @@ def _when(token: Any) -> bool:
     """A date that says when something happened ("Last Friday, I hiked", "hiked on Friday"), not where an action
     moved something ("moved the call to Wednesday")."""
     return token.dep_ == "npadvmod" or token.dep_ == "pobj" and token.head.lemma_.lower() == "on"
+
+
+def _name(token: Any) -> bool:
+    return token.ent_type_ in _NAMED and not _owned(token)
+
+
+def _owned(token: Any) -> bool:
+    """A common noun someone has ("our CDN", "my GP") is a thing, whatever the entity tagger calls it: a name takes
+    no possessive, and the tagger's part of speech says it is no proper noun."""
+    return token.pos_ == "NOUN" and any(c.dep_ == "poss" for c in token.children)
 
 
 def _addressed(ent: Any) -> bool:
@@ -556,7 +594,7 @@ def _whose(noun: Any) -> set[str]:
     while node.pos_ not in ("VERB", "AUX") and node.head.i != node.i:
         node = node.head
     for subject in (c for c in node.children if c.dep_ in _SUBJECTS):
-        if subject.pos_ == "PROPN" or subject.ent_type_ in _NAMED:
+        if subject.pos_ == "PROPN" or _name(subject):
             return set()
         if _is_thing(subject):
             return {subject.lemma_.lower()}
@@ -591,7 +629,7 @@ def _attached(token: Any, value: str, doc: Any) -> Fact | None:
         parent = node.head
         if parent.pos_ == "ADP":
             preposition = parent.lemma_.lower()
-        elif _is_thing(parent) and parent.ent_type_ not in _NAMED:
+        elif _is_thing(parent) and not _name(parent):
             return Fact(_attribute(parent), value, unit, new=unit is None and _introduced(parent))
         elif parent.pos_ in ("VERB", "AUX"):
             described = _described(parent, node)
@@ -641,7 +679,7 @@ def _described(verb: Any, path: Any) -> Any | None:
         for child in verb.children:
             if child.dep_ != dep or child.i == path.i:
                 continue
-            if _is_thing(child) and child.ent_type_ not in _NAMED:
+            if _is_thing(child) and not _name(child):
                 return child
             if child.pos_ == "PRON" and "3" in child.morph.get("Person"):
                 return _antecedent(child)
@@ -652,7 +690,7 @@ def _antecedent(pronoun: Any) -> Any | None:
     """The nearest thing named before the pronoun that agrees with it in number ("they" → "my parents")."""
     number = pronoun.morph.get("Number")
     before = [c.root for c in pronoun.doc.noun_chunks if c.root.i < pronoun.i and _is_thing(c.root)
-              and c.root.ent_type_ not in _NAMED and (not number or c.root.morph.get("Number") == number)]
+              and not _name(c.root) and (not number or c.root.morph.get("Number") == number)]
     return before[-1] if before else None
 
 
@@ -817,14 +855,29 @@ def changed(a: Reading, b: Reading, *, similarity: float | None = None, policy: 
 
 
 def relation(older: Reading, newer: Reading, gap: timedelta, *, similarity: float | None = None,
-             policy: Thresholds | None = None) -> str:
+             policy: Thresholds | None = None, reports_change: bool = False) -> str:
     """`REPLACES` a changed value said later; `CONTRADICTS` one said at the same time (a person decides which
-    holds); readings of a moment and one-off events are each true on their own."""
+    holds); readings of a moment and one-off events are each true on their own. `reports_change`: the newer says
+    that something ended or was replaced (the change head): said later of a thing the older speaks of, it replaces
+    the older whatever their values; said at the same time it is part of one account."""
     policy = policy or Thresholds()
-    if (older.measured or newer.measured or older.event or older.past or gap < timedelta(0)
-            or not changed(older, newer, similarity=similarity, policy=policy)):
+    if older.measured or newer.measured or older.event or older.past or gap < timedelta(0):
         return KEEPS
-    return REPLACES if gap >= policy.min_gap else CONTRADICTS
+    if changed(older, newer, similarity=similarity, policy=policy):
+        return REPLACES if gap >= policy.min_gap else CONTRADICTS
+    return REPLACES if reports_change and gap >= policy.min_gap and _ends(older, newer) else KEEPS
+
+
+def _ends(older: Reading, newer: Reading) -> bool:
+    """The newer, a change the speaker reports, ends what the older says of the speaker: both the speaker's, and
+    the newer's main verbs act on a thing the older names: a value ("My therapist is Karen." / "I stopped seeing
+    Karen"), or a noun phrase's head where no phrase of one head has modifiers that disagree ("I do hot yoga." / "I
+    gave up hot yoga"; not "I work night shifts" / "I moved to the day shift"). A thing named only in passing
+    ("Losing my job gave me the push to start my studio") is not what changed."""
+    if not (older.speaker and newer.speaker):
+        return False
+    heads = {x.head for x in older.attributes}
+    return bool(newer.acted & older.said) or bool(newer.acted & heads) and not _conflicting(older, newer)
 
 
 class DefaultReader:
@@ -859,23 +912,33 @@ class DefaultReader:
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         """The learned head on each text's stored MiniLM vector; without one (another embedder, none stored) a
         text counts as a statement: nothing is dropped on a guess."""
-        from zeromem.language.head import chatter_head
-
-        found = [False] * len(said)
-        rows = [n for n, s in enumerate(said) if s.vector is not None and len(s.vector) == _MINILM_DIMENSION]
-        if rows:
-            verdicts = chatter_head().is_chatter(np.array([said[n].vector for n in rows]), strict=self.strict)
-            for n, verdict in zip(rows, verdicts, strict=True):
-                found[n] = bool(verdict)
-        return found
+        return _head_says(chatter_head(), said, strict=self.strict)
 
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]:
         return [same_attribute(a, b, similarity=_cosine(x, y), policy=self.thresholds)
                 for (a, b), (x, y) in zip(_paired(pairs), pairs, strict=True)]
 
+    def change(self, said: Sequence[Said]) -> list[bool]:
+        """The change head on each text's stored MiniLM vector, at its strict threshold (a fact retired on a wrong
+        yes costs more than a change missed); without a vector of the sentence alone, no change: nothing is retired
+        on a guess."""
+        return [s.alone and says for s, says in zip(said, _head_says(change_head(), said, strict=True), strict=True)]
+
     def relation(self, pairs: Sequence[tuple[Said, Said]]) -> list[str]:
-        return [relation(a, b, y.at - x.at, similarity=_cosine(x, y), policy=self.thresholds)
-                for (a, b), (x, y) in zip(_paired(pairs), pairs, strict=True)]
+        changes = self.change([newer for _, newer in pairs])
+        return [relation(a, b, y.at - x.at, similarity=_cosine(x, y), policy=self.thresholds, reports_change=change)
+                for (a, b), (x, y), change in zip(_paired(pairs), pairs, changes, strict=True)]
+
+
+def _head_says(head: Head, said: Sequence[Said], *, strict: bool) -> list[bool]:
+    """The head's yes or no for each text with a MiniLM vector stored; no for the others."""
+    found = [False] * len(said)
+    rows = [n for n, s in enumerate(said) if s.vector is not None and len(s.vector) == _MINILM_DIMENSION]
+    if rows:
+        verdicts = head.says(np.array([said[n].vector for n in rows]), strict=strict)
+        for n, verdict in zip(rows, verdicts, strict=True):
+            found[n] = bool(verdict)
+    return found
 
 
 def _cosine(a: Said, b: Said) -> float | None:

@@ -33,6 +33,9 @@ class RulesReader:
     def chatter(self, said: Sequence[Said]) -> list[bool]:
         return [is_chatter(s.text) for s in said]
 
+    def change(self, said: Sequence[Said]) -> list[bool]:
+        return [bool(Statement.parse(s.text, s.at).abandons) for s in said]
+
     def same_attribute(self, pairs: Sequence[tuple[Said, Said]]) -> list[bool]:
         return [_same(*_statements(a, b)) for a, b in pairs]
 

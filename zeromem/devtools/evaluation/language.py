@@ -60,6 +60,7 @@ def _score(reader: Reader | None, judgement: str, group: list[Item], vectors: Ma
 def _judge(reader: Reader, judgement: str, said: list[tuple[Said, ...]]) -> Sequence[Any]:
     ask: dict[str, Callable[[], Sequence[Any]]] = {
         "chatter": lambda: reader.chatter([s[0] for s in said]),
+        "change": lambda: reader.change([s[0] for s in said]),
         "same_attribute": lambda: reader.same_attribute([(s[0], s[1]) for s in said]),
         "relation": lambda: reader.relation([(s[0], s[1]) for s in said]),
     }

@@ -57,8 +57,8 @@ FIGURES: tuple[Figure, ...] = (
     *_figures("updates_written", LOWER, "false_supersedes"),
     *_figures("capacity", LOWER, "flags_per_1000", "supersedes"),
     *_figures("capacity", HIGHER, "expected_superseded"),
-    *_figures("language", HIGHER, "default_chatter", "default_same_attribute", "default_relation",
-              "rules_chatter", "rules_same_attribute", "rules_relation"),
+    *_figures("language", HIGHER, "default_chatter", "default_change", "default_same_attribute", "default_relation",
+              "rules_chatter", "rules_change", "rules_same_attribute", "rules_relation"),
 )
 
 

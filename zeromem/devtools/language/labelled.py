@@ -1,6 +1,8 @@
 """The labelled language set: one JSON object a line, each a judgement a reader makes, with the answer.
 
 - chatter: `text`, `label` true when the sentence says nothing a later question could ask about;
+- change: `text`, `label` true when the sentence says that something the speaker had, did or was has ended or been
+  replaced;
 - same_attribute: `older`, `newer`, `label` true when both speak of the same attribute (modifiers included);
 - relation: `older`, `newer`, `older_days_ago`, `newer_days_ago`, `label` "replaces" or "keeps".
 
@@ -26,6 +28,7 @@ from zeromem.language import JUDGEMENTS, RELATIONS, Said
 LABELLED_PATH = Path(__file__).with_name("labelled.jsonl")
 # "Now" for every item: an item's sentences are dated this many days before it (only their order and gap matter).
 BASE_DATE = datetime(2026, 1, 1, 12, tzinfo=UTC)
+SENTENCE_JUDGEMENTS = ("chatter", "change")  # of one sentence (`text`); the others judge a pair
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class Item:
     topic: str
     judgement: str
     label: bool | str
-    texts: tuple[str, ...]  # chatter: (text,); pairs: (older, newer)
+    texts: tuple[str, ...]  # chatter, change: (text,); pairs: (older, newer)
     days_ago: tuple[int, ...] = (0, 0)
     source: str = "written"  # or "locomo": a LoCoMo turn, its text read from the evaluation data
 
@@ -78,7 +81,7 @@ def _item(raw: dict[str, Any], turns: dict[tuple[str, str], str]) -> Item | None
             raise ValueError(f"item {raw['id']!r}: LoCoMo's {raw['sample_id']} is in the test split, never labelled")
         text = turns.get((raw["sample_id"], raw["dia_id"]))
         return None if text is None else Item(raw["id"], raw["sample_id"], judgement, label, (text,), source="locomo")
-    if judgement == "chatter":
+    if judgement in SENTENCE_JUDGEMENTS:
         return Item(raw["id"], raw["topic"], judgement, label, (raw["text"],))
     days = (raw.get("older_days_ago", 0), raw.get("newer_days_ago", 0))
     return Item(raw["id"], raw["topic"], judgement, label, (raw["older"], raw["newer"]), days)

@@ -1,10 +1,11 @@
-"""Fitting the chatter head (`manage.py train_language`): a logistic regression on MiniLM vectors.
+"""Fitting a head of one sentence judgement (`manage.py train_language`: chatter, change): a logistic regression on
+MiniLM vectors.
 
 1. The regularisation strength C is chosen among a few values by stratified k-fold cross-validation on the dev
-   split's chatter items (fixed folds and solver: the same items give the same weights on every run);
+   split's items of the judgement (fixed folds and solver: the same items give the same weights on every run);
 2. the threshold is the one that classifies the out-of-fold probabilities best (ties: the one nearest 0.5), and the
-   strict threshold the lowest at which at most STRICT_STATEMENT_LOSS of the statements are taken for chatter (for a
-   caller that drops what it calls chatter: a statement lost costs more than chatter kept);
+   strict threshold the lowest at which at most STRICT_STATEMENT_LOSS of the noes are taken for a yes (for a caller
+   a wrong yes costs more: a statement dropped as chatter, a fact retired as changed);
 3. the model is refitted on all dev items; the test split only scores it, after the fact."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ FOLDS = 5
 SEED = 0
 THRESHOLDS = np.round(np.linspace(0.05, 0.95, 91), 2)
 STRICT_STATEMENT_LOSS = 0.02
+MEANINGS = {"chatter": "chatter", "change": "something the speaker had, did or was has ended or been replaced"}
 DECIMALS = 6  # the weights as shipped: a few KB of JSON, and the same text on every run
 
 
@@ -46,12 +48,13 @@ class HeadFit:
         return float(np.mean((self.probability(vectors) >= threshold) == labels))
 
     def statements_lost(self, vectors: np.ndarray, labels: np.ndarray, *, strict: bool = False) -> float:
-        """The share of statements (label False) taken for chatter."""
+        """The share of noes (label False: statements, for chatter) taken for a yes."""
         threshold = self.strict_threshold if strict else self.threshold
         return float(np.mean(self.probability(vectors[~labels]) >= threshold)) if (~labels).any() else 0.0
 
-    def weights(self, **provenance: Any) -> dict[str, Any]:
-        return {"model": "logistic regression: P(chatter) = sigmoid(vector dot coef + intercept)",
+    def weights(self, judgement: str, **provenance: Any) -> dict[str, Any]:
+        return {"model": f"logistic regression: P({judgement}) = sigmoid(vector dot coef + intercept)",
+                "meaning": MEANINGS[judgement],
                 "embedder": MINILM, "dimension": MINILM_DIMENSION, "coef": self.coef, "intercept": self.intercept,
                 "threshold": self.threshold,
                 "strict_threshold": self.strict_threshold, "C": self.c, "dev_cv_accuracy": self.cv_accuracy,
@@ -99,10 +102,10 @@ class Trained:
     test_strict_statements_lost: float | None
 
 
-def head_train(items: list[Item], vectors: dict[str, np.ndarray]) -> Trained:
-    """The head fitted on the dev split's chatter items and scored on the test split's."""
-    chatter = [item for item in items if item.judgement == "chatter"]
-    (dev_x, dev_y), (test_x, test_y) = (_matrix(in_split_items(chatter, split), vectors) for split in SPLITS)
+def head_train(items: list[Item], vectors: dict[str, np.ndarray], judgement: str) -> Trained:
+    """The head fitted on the dev split's items of the judgement and scored on the test split's."""
+    judged = [item for item in items if item.judgement == judgement]
+    (dev_x, dev_y), (test_x, test_y) = (_matrix(in_split_items(judged, split), vectors) for split in SPLITS)
     fit = head_fit(dev_x, dev_y)
     scored = len(test_y) > 0
 
