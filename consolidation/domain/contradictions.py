@@ -476,7 +476,7 @@ def reader_pairs(claims: Sequence[Claim], reader: Reader, *, max_posting: int = 
     return sorted(pairs)
 
 
-_READER_VERDICTS = {REPLACES: Verdict(SUPERSEDE, "a newer value of the same attribute", 1.0),
+_READER_VERDICTS = {REPLACES: Verdict(SUPERSEDE, "a newer value of the same attribute, or its end", 1.0),
                     CONTRADICTED: Verdict(CONTRADICTS, "another value of the same attribute, said at the same time",
                                           1.0, unsure=True)}
 

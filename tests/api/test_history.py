@@ -190,10 +190,10 @@ def test_the_history_of_a_superseded_statement_names_its_successor_the_ledger_an
     assert history["superseded_by"] == {**history["superseded_by"], "id": str(new), "content": NEW, "state": "raw"}
     assert history["memory"]["valid_to"] == iso(now - 5 * DAY)
     assert [(r["relation_type"], r["direction"], r["memory"]["id"], r["reason"]) for r in history["relations"]] == [
-        ("supersedes", "incoming", str(new), "a newer value of the same attribute")]
+        ("supersedes", "incoming", str(new), "a newer value of the same attribute, or its end")]
     actions = {e["action"]: e for e in history["ledger"]}
     assert {"supersede", "transition.supersede"} <= set(actions)
-    assert actions["supersede"]["reason"] == "a newer value of the same attribute"
+    assert actions["supersede"]["reason"] == "a newer value of the same attribute, or its end"
     assert actions["supersede"]["undoable"] is True
     assert [r["run_id"] for r in history["runs"]] == [str(run.id)]
     successor = api.get(f"/memories/{new}/history").json()

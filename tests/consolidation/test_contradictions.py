@@ -182,7 +182,7 @@ def test_a_supersede_archives_the_older_statement_with_ledger_row_relation_and_e
     assert MemoryRelation.objects.filter(from_memory_id=new, to_memory_id=old, relation_type="supersedes").exists()
     entry = LedgerEntry.objects.get(action="supersede")
     assert entry.inputs["older"]["content"].startswith("Max retries")
-    assert entry.reason == "a newer value of the same attribute"
+    assert entry.reason == "a newer value of the same attribute, or its end"
     assert "memory.superseded" in [e["event"] for e in events]
 
 
