@@ -499,7 +499,7 @@ def reader_verdicts(claims: Sequence[Claim], pairs: Iterable[tuple[int, int]], r
     never flagged. Values of one attribute that change every `series_gap` or sooner are readings of a measured
     quantity (`readings`), each true when measured: no verdict. With `keep_unsure` (a model will look), also the
     pairs the reader finds about the same attribute without a clearly changed value ("I'm learning the violin." /
-    "I gave up the violin.")."""
+    "The violin mostly sits in its case these days.")."""
     ordered = [_in_time_order(claims[a], claims[b]) for a, b in pairs]
 
     def said(claim: Claim) -> Said:

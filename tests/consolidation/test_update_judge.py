@@ -18,9 +18,10 @@ from zeromem.devtools.fake_llm import FakeLLM, Reply
 from zeromem.models import LlmUsage, Memory
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-# The same attribute without a value that changed: the default reader is unsure, a model may decide.
+# The same attribute without a value that changed, and no end reported: the default reader is unsure, a model may
+# decide ("I quit the violin." the reader decides itself: a change of what the older says).
 ON_CALL_THEN = "I'm learning the violin."
-ON_CALL_NOW = "I quit the violin to focus on piano lessons."
+ON_CALL_NOW = "The violin mostly sits in its case these days."
 # What the frozen rules were unsure of (a changed name without a cue).
 RULES_THEN = "The on-call engineer this week is Priya Shah."
 RULES_NOW = "The on-call engineer this week is Omar Haddad."
