@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from zeromem.devtools.language import labelled
@@ -28,7 +27,7 @@ STANDING = ["I hike with the club every Sunday.", "Our camper van sleeps four.",
 
 
 def _vectors(texts: list[str]) -> np.ndarray:
-    vectors = minilm_vectors(texts, workers=1, cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
+    vectors = minilm_vectors(texts, workers=1)
     return np.stack([vectors[text] for text in texts])
 
 
