@@ -192,7 +192,7 @@ LOGGING = {
 }
 
 # --- embedding, search and requests ----------------------------------------------------------------------
-# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, ONNX), "builtin:hash" (deterministic, meaning-free;
+# Embedding: "builtin:minilm" (local all-MiniLM-L6-v2, int8 ONNX), "builtin:hash" (deterministic, meaning-free;
 # tests), or any litellm embedding model name. The dimension is fixed into the schema at migrate time.
 ZEROMEMORY_EMBEDDING_MODEL = env_str("ZEROMEMORY_EMBEDDING_MODEL", "builtin:minilm")
 # The embedding model's vector dimension, fixed into the schema at migrate time.
@@ -201,6 +201,12 @@ if ZEROMEMORY_EMBEDDING_MODEL == "builtin:minilm" and ZEROMEMORY_EMBEDDING_DIM !
     raise ImproperlyConfigured("builtin:minilm produces 384-dimensional vectors; set ZEROMEMORY_EMBEDDING_DIM=384")
 # Texts of one call embedded at once, each by a single-threaded run of the one session (so at most this many cores).
 ZEROMEMORY_EMBEDDING_WORKERS = env_int("ZEROMEMORY_EMBEDDING_WORKERS", 2, minimum=1, maximum=64)
+# Where builtin:minilm keeps the int8 model it derives from the installed package on first use (~60 MB).
+ZEROMEMORY_MODEL_CACHE_DIR = env_str("ZEROMEMORY_MODEL_CACHE_DIR", os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "zeromem"))
+if not os.path.isabs(ZEROMEMORY_MODEL_CACHE_DIR):
+    raise ImproperlyConfigured(
+        f"ZEROMEMORY_MODEL_CACHE_DIR must be an absolute path, got {ZEROMEMORY_MODEL_CACHE_DIR!r}")
 # Search-query vectors kept per process (least recently used first out); 0 embeds every query.
 ZEROMEMORY_QUERY_CACHE_SIZE = env_int("ZEROMEMORY_QUERY_CACHE_SIZE", 1024, minimum=0, maximum=1_000_000)
 # Batches up to this size are embedded inside the request (the agent can search what it just wrote);

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pytest
+from django.conf import settings
 
 from consolidation.domain.merging import (
     Member,
@@ -292,7 +294,7 @@ def by_meaning(members, vectors_of, threshold=0.85):
 
 
 def minilm(text):
-    return embedder_for("builtin:minilm", 384, 1).embed_batch([text])[0]
+    return embedder_for("builtin:minilm", 384, 1, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR)).embed_batch([text])[0]
 
 
 def test_a_paraphrase_collapses_into_the_more_complete_sentence():

@@ -24,6 +24,7 @@ def load_settings(**env: str) -> subprocess.CompletedProcess[str]:
     ({"ZEROMEMORY_EMBEDDING_DIM": "0"}, "ZEROMEMORY_EMBEDDING_DIM must be between"),
     ({"ZEROMEMORY_EMBEDDING_DIM": "768"}, "builtin:minilm produces 384"),
     ({"ZEROMEMORY_EMBEDDING_WORKERS": "0"}, "ZEROMEMORY_EMBEDDING_WORKERS must be between"),
+    ({"ZEROMEMORY_MODEL_CACHE_DIR": "models"}, "ZEROMEMORY_MODEL_CACHE_DIR must be an absolute path"),
     ({"ZEROMEMORY_QUERY_CACHE_SIZE": "-1"}, "ZEROMEMORY_QUERY_CACHE_SIZE must be between"),
     ({"ZEROMEMORY_DEBUG": "maybe"}, "ZEROMEMORY_DEBUG must be a boolean"),
     ({"ZEROMEMORY_SEARCH_CONFIG": "klingon"}, "ZEROMEMORY_SEARCH_CONFIG must be one of"),

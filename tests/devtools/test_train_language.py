@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 
 from zeromem.devtools.language import labelled
@@ -27,7 +28,7 @@ STANDING = ["I hike with the club every Sunday.", "Our camper van sleeps four.",
 
 
 def _vectors(texts: list[str]) -> np.ndarray:
-    vectors = minilm_vectors(texts, workers=1)
+    vectors = minilm_vectors(texts, workers=1, cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
     return np.stack([vectors[text] for text in texts])
 
 

@@ -379,11 +379,13 @@ def test_a_value_in_a_verb_completing_an_adjective_is_an_attitude_no_fact(reader
 
 def said_with_vectors(older: str, newer: str, *, newer_alone: bool = True) -> tuple[Said, Said]:
     """The pair as clustering hands it over: each sentence with its stored MiniLM vector."""
+    from pathlib import Path
 
+    from django.conf import settings
 
     from zeromem.devtools.language.vectors import minilm_vectors
 
-    vectors = minilm_vectors([older, newer], workers=1)
+    vectors = minilm_vectors([older, newer], workers=1, cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
     return (Said(older, BASE, vectors[older].tolist()),
             Said(newer, BASE + timedelta(days=40), vectors[newer].tolist(), alone=newer_alone))
 

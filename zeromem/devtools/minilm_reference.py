@@ -1,8 +1,8 @@
-"""Record the reference vectors the MiniLM is checked against at every load
-(`zeromem/core/adapters/minilm_reference.json`). Only after a deliberate change of the model, its package or the
-pinned onnxruntime: the stored vectors then need `manage.py reembed --all` too.
+"""Record the reference vectors the derived int8 MiniLM is checked against at every load
+(`zeromem/core/adapters/minilm_reference.json`). Only after a deliberate change of the model, its derivation or the
+pinned onnx / onnxruntime: the stored vectors then need `manage.py reembed --all` too.
 
-    python -m zeromem.devtools.minilm_reference
+    python -m zeromem.devtools.minilm_reference [--cache-dir DIR]
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import tempfile
+from pathlib import Path
 
 from zeromem.core.adapters.embeddings import REFERENCE_PATH, minilm_unchecked, toolchain
 
@@ -26,9 +28,11 @@ TEXTS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.parse_args()
-    model, _ = minilm_unchecked()
-    vectors = [[round(float(x), 6) for x in model.embed(text)] for text in TEXTS]
+    parser.add_argument("--cache-dir", default=None, help="derive here (default: a fresh temporary directory)")
+    cache_dir = parser.parse_args().cache_dir
+    with tempfile.TemporaryDirectory() as scratch:
+        model, _ = minilm_unchecked(cache_dir=Path(cache_dir or scratch))
+        vectors = [[round(float(x), 6) for x in model.embed(text)] for text in TEXTS]
     record = {"recorded_with": f"{toolchain()}, {platform.machine()}", "texts": TEXTS, "vectors": vectors}
     REFERENCE_PATH.write_text(json.dumps(record, ensure_ascii=False) + "\n")
     print(f"wrote {len(TEXTS)} reference vectors to {REFERENCE_PATH}")

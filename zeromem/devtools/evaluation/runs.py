@@ -202,7 +202,7 @@ def language_figures(*, locomo_path: Path, split: str, say: Say) -> dict[str, An
     """`evaluate language` on the split, flattened: `<reader>_<judgement>` → accuracy."""
     outcome = evaluate_language_run(labelled_path=LABELLED_PATH, locomo_path=locomo_path, split=split,
                                     reader_names=list(READERS), workers=settings.ZEROMEMORY_EMBEDDING_WORKERS,
-                                    report=lambda line: None)
+                                    cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR), report=lambda line: None)
     return {"split": split, "items": outcome["items"], "items_total": outcome["items_total"],
             **{f"{reader}_{judgement}": accuracy for reader, scores in outcome["readers"].items()
                for judgement, accuracy in scores.items()}}

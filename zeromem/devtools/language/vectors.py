@@ -4,6 +4,7 @@ configures, because the chatter head is applied to the MiniLM vectors zeromem st
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -12,8 +13,8 @@ from zeromem.core.adapters.embeddings import embedder_for
 MINILM, MINILM_DIMENSION = "builtin:minilm", 384
 
 
-def minilm_vectors(texts: Iterable[str], *, workers: int) -> dict[str, np.ndarray]:
+def minilm_vectors(texts: Iterable[str], *, workers: int, cache_dir: Path) -> dict[str, np.ndarray]:
     """Each distinct text's vector, embedded once."""
     unique = list(dict.fromkeys(texts))
-    vectors = embedder_for(MINILM, MINILM_DIMENSION, workers).embed_batch(unique)
+    vectors = embedder_for(MINILM, MINILM_DIMENSION, workers, cache_dir).embed_batch(unique)
     return dict(zip(unique, vectors, strict=True))

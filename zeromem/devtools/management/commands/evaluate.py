@@ -140,7 +140,7 @@ class Command(BaseCommand):
         outcome = language_evaluation.evaluate_language_run(
             labelled_path=Path(options["labelled"]), locomo_path=Path(options["locomo"]), split=options["split"],
             reader_names=options["reader"] or list(READERS), workers=settings.ZEROMEMORY_EMBEDDING_WORKERS,
-            report=self.stderr.write)
+            cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR), report=self.stderr.write)
         if options["json"]:
             self.stdout.write(json.dumps(outcome))
 

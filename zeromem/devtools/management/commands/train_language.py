@@ -32,7 +32,8 @@ class Command(BaseCommand):
         source = Path(options["labelled"])
         items = labelled.load(source, locomo_path=Path(options["locomo"]), report=self.stderr.write)
         texts = [item.texts[0] for item in items if item.judgement in HEADS]
-        vectors = minilm_vectors(texts, workers=settings.ZEROMEMORY_EMBEDDING_WORKERS)
+        vectors = minilm_vectors(texts, workers=settings.ZEROMEMORY_EMBEDDING_WORKERS,
+                                 cache_dir=Path(settings.ZEROMEMORY_MODEL_CACHE_DIR))
         figures = {}
         for judgement in HEADS:
             trained = head_train(items, vectors, judgement)
