@@ -1,5 +1,6 @@
-"""The embedder: the per-channel int8 MiniLM derived from the installed package and checked against recorded
-vectors, texts embedded side by side in the caller's order, and the per-process cache of search queries."""
+"""The embedder: the per-channel int8 MiniLM derived from the installed package (exact integer products on any CPU)
+and checked against recorded vectors, texts embedded side by side in the caller's order, and the per-process cache
+of search queries."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from onnx import helper, numpy_helper
 from tokenizers import Tokenizer
 
 from zeromem.core.adapters import embeddings
@@ -46,11 +48,27 @@ def test_the_derived_model_runs_its_products_in_int8(derived):
     assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
 
 
+def test_the_derived_models_products_are_exact_on_this_cpu(derived):
+    """Every weight fits 7 bits, and a MatMul of the model run by ONNX Runtime on full-range u8 activations gives
+    the exact integer sums: what a CPU with int8 dot-product instructions computes, so the vectors agree across CPUs.
+    (8-bit weights saturate the pairwise 16-bit sums of AVX2: on such a CPU nearly every output differs.)"""
+    graph = onnx.load(str(derived[1])).graph
+    initialisers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    weights = [initialisers[n.input[1]] for n in graph.node if n.op_type == "MatMulInteger"]
+    assert len(weights) == 36 and all(w.dtype == np.int8 and w.min() >= -64 and w.max() <= 64 for w in weights)
+    activations = np.random.default_rng(0).integers(0, 256, size=(24, weights[0].shape[0]), dtype=np.uint8)
+    zero_point = np.uint8(128)
+    products = _matmul_integer(activations, zero_point, weights[0])
+    exact = (activations.astype(np.int64) - 128) @ weights[0].astype(np.int64)
+    assert np.array_equal(products, exact)
+
+
 def test_the_derived_model_stays_close_to_the_packages_fp32_computation(derived):
     package = _package_vectors(TEXTS)
     ours = np.stack([derived[0].embed(text) for text in TEXTS])
     cosines = (package * ours).sum(axis=1)
-    assert cosines.mean() >= 0.99 and cosines.min() >= 0.97  # the shortest texts move most ("ok": 0.977)
+    # 7-bit weights (see above) cost a little precision; the shortest texts move most ("ok": 0.963).
+    assert cosines.mean() >= 0.985 and cosines.min() >= 0.96
 
 
 def test_the_reference_check_raises_on_a_mismatch(derived, tmp_path):
@@ -141,6 +159,20 @@ def _counting_embed_batch(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
     monkeypatch.setattr(embedder, "embed_batch", counting)
     return calls
+
+
+def _matmul_integer(activations: np.ndarray, zero_point: np.uint8, weights: np.ndarray) -> np.ndarray:
+    """One `MatMulInteger` as ONNX Runtime runs it on this CPU."""
+    rows, inner = activations.shape
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "w", "a_zero_point"], ["y"])], "one_matmul",
+        [helper.make_tensor_value_info("a", onnx.TensorProto.UINT8, [rows, inner]),
+         helper.make_tensor_value_info("a_zero_point", onnx.TensorProto.UINT8, [])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [rows, weights.shape[1]])],
+        [numpy_helper.from_array(weights, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"a": activations, "a_zero_point": np.array(zero_point)})[0]
 
 
 def _package_vectors(texts: list[str]) -> np.ndarray:

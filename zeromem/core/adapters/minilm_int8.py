@@ -3,8 +3,15 @@
 The package's model stores each weight as int8 plus a per-output-channel scale (`Cast` → `Mul`), which ONNX
 Runtime folds back into fp32 at load, so every product runs in fp32. Here those pairs are folded into fp32
 initialisers (the very values ONNX Runtime computes) and the graph is re-quantised with dynamic per-channel int8
-MatMuls (`MatMulInteger`): the weights come out as the package's own int8 values, and only the activations are
-quantised, per run. The embedding tables stay fp32, exactly the package's values.
+MatMuls (`MatMulInteger`): the activations are quantised per run. The embedding tables stay fp32, exactly the
+package's values.
+
+The weights are re-quantised to 7 bits (`reduce_range`), so that every CPU computes the same exact integer products.
+A CPU with int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI) sums u8 × s8 products exactly in 32 bits; one
+without them (AVX2) adds each pair of products in 16 bits, which saturates with 8-bit weights (255 × 127 × 2 >
+32,767): nearly every output of a full-range MatMul differed there, and the vectors came out at cosine 0.989 to the
+same model's on a CPU with VNNI. With 7-bit weights a pair stays below 255 × 64 × 2 = 32,640, so the sums are exact
+everywhere and a text gets the same vector on any CPU, to float rounding of the other operators.
 
 Deriving takes ~1.5 s of CPU, so the result is kept in a cache directory under a name fingerprinting the source
 model, this recipe and the onnx / onnxruntime versions (an upgrade derives again). No Django here: paths come in
@@ -28,7 +35,7 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 logger = logging.getLogger(__name__)
 
 # Bump when the derivation changes: the cached file name changes with it.
-RECIPE = "minilm-int8-per-channel-matmul-v1"
+RECIPE = "minilm-int8-per-channel-matmul-7bit-weights-v2"
 
 
 class DerivationError(Exception):
@@ -55,7 +62,7 @@ def derive(*, source: Path, target: Path) -> None:
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".deriving-") as work:
             fp32, int8 = Path(work) / "fp32.onnx", Path(work) / "int8.onnx"
             onnx.save(dequantised(onnx.load(str(source))), str(fp32))
-            quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8,
+            quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8, reduce_range=True,
                              op_types_to_quantize=["MatMul"])
             os.replace(int8, target)
     except OSError as error:
