@@ -59,7 +59,7 @@ def test_the_derived_models_products_are_exact_on_this_cpu(derived):
     activations = np.random.default_rng(0).integers(0, 256, size=(24, weights[0].shape[0]), dtype=np.uint8)
     zero_point = np.uint8(128)
     products = _matmul_integer(activations, zero_point, weights[0])
-    exact = (activations.astype(np.int64) - 128) @ weights[0].astype(np.int64)
+    exact = (activations.astype(np.int64) - int(zero_point)) @ weights[0].astype(np.int64)
     assert np.array_equal(products, exact)
 
 

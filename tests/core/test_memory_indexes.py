@@ -35,7 +35,7 @@ def _statements_of(call: Callable[[], Any], marker: str) -> list[tuple[str, Any]
     return seen
 
 
-# The indexes the plans are about; every other index but the primary key is dropped while a plan is made.
+# The indexes the plans are about, and the primary key: every other index is dropped while a plan is made.
 _UNDER_TEST = ("zeromem_memory_pkey", "memory_active_hnsw", "memory_active_scope_search_gin")
 
 
